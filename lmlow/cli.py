@@ -1,0 +1,267 @@
+"""The ``lmlow`` command: a thin argparse front. Each subcommand parses, calls one library
+function, and prints a table (or JSON). Errors are one line; ``--debug`` shows the traceback."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from lmlow.errors import LmlowError
+
+
+def _add_unk(p: argparse.ArgumentParser, *names: str) -> None:
+    p.add_argument(*(names or ("--unk-threshold",)), dest="unk_threshold", type=int, default=0,
+                   metavar="K", help="UNK rule: a word whose training count is below K becomes "
+                   "<unk> in every split (a word absent from train counts 0); 0 replaces nothing "
+                   "(default: 0)")
+
+
+def _add_embeddings(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--embeddings", type=Path, metavar="FILE",
+                   help=f"pretrained vectors (GloVe text, word2vec text/.bin, gensim .kv) {what}")
+    p.add_argument("--extend-vocab", action="store_true",
+                   help="add the words of --embeddings to the vocabulary (they have training "
+                   "count 0, so they stay words only when K=0): rare words the vectors cover "
+                   "are then predicted as words instead of <unk>")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="lmlow", description="Low-compute word-level LSTM "
+                                 "language models: data, in-domain embeddings, AWD-LSTM, KenLM.")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    ap.add_argument("--version", action="version", version=f"lmlow {_version()}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("prepare", help="raw text or documents -> corpus folder (train/valid/test.txt)",
+                       description="Tokenise and normalise raw text and split it by document into "
+                       "OUT/train.txt, valid.txt, test.txt (one paragraph per line, tokens "
+                       "separated by spaces). Streams its input.")
+    p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
+                   help="text files (documents separated by blank lines, see --documents) or "
+                   "folders (one document per file, recursively)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="output corpus folder (or a single file with --no-split)")
+    p.add_argument("--tokenizer", default="whitespace",
+                   choices=["whitespace", "spacy", "stanza", "scispacy"],
+                   help="whitespace: split on spaces; spacy: spaCy's rule-based English tokenizer "
+                   "(no model needed); stanza: Stanford's neural tokenizer (needs its English "
+                   "model installed); scispacy: biomedical rules where scispacy installs "
+                   "(default: whitespace)")
+    p.add_argument("--lowercase", action="store_true", help="lowercase every token")
+    p.add_argument("--numbers", action="store_true", help="replace number tokens by N")
+    p.add_argument("--strip-punct", action="store_true",
+                   help="drop tokens made only of punctuation (symbols like $ %% + stay)")
+    p.add_argument("--ptb", action="store_true",
+                   help="PTB-style normalisation: --lowercase --numbers --strip-punct")
+    p.add_argument("--valid", default="0.1", help="valid size: a fraction of all tokens (0.1) "
+                   "or a token count (80000) (default: 0.1)")
+    p.add_argument("--test", default="0.1", help="test size, as --valid (default: 0.1)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the document split (default: 1)")
+    p.add_argument("--documents", default="auto", choices=["auto", "file", "blank", "line"],
+                   help="what a document is in an input file: blank = paragraphs separated by "
+                   "blank lines (auto's choice for files), line = each line, file = the whole "
+                   "file (auto's choice inside folders)")
+    p.add_argument("--dedup", action="store_true",
+                   help="drop repeated paragraphs (after tokenisation), keeping the first")
+    p.add_argument("--exclude", type=Path, action="append", default=[], metavar="FILE",
+                   help="drop paragraphs that appear in FILE (a tokenised text, e.g. another "
+                   "corpus's valid.txt and test.txt, to keep pretraining text free of them); "
+                   "repeatable")
+    p.add_argument("--no-split", action="store_true",
+                   help="write everything to the single file --out (e.g. a pretraining text)")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("vocab", help="build the vocabulary of a corpus (train split only)",
+                       description="Build the vocabulary from the training split only, with the "
+                       "UNK rule, optionally extended with embedding words. Order: count "
+                       "descending, then word.")
+    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
+    _add_unk(p)
+    _add_embeddings(p, "whose words --extend-vocab adds")
+    p.add_argument("--out", type=Path, help="write the vocabulary here, one word per line")
+    p.add_argument("--counts", action="store_true", help="write 'word<TAB>count' lines")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=cmd_vocab)
+
+    p = sub.add_parser("unk", help="write a copy of a corpus with the UNK rule applied",
+                       description="Write OUT/train.txt, valid.txt, test.txt with every word "
+                       "whose training count is below K replaced by <unk> (and words in no "
+                       "vocabulary too). Training and evaluation take --unk-threshold directly; "
+                       "this copy is for other tools.")
+    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
+    _add_unk(p, "--threshold", "--unk-threshold")
+    _add_embeddings(p, "whose words --extend-vocab adds")
+    p.add_argument("--out", type=Path, required=True, help="output corpus folder")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--json", action="store_true", help="print the per-split UNK report as JSON")
+    p.set_defaults(func=cmd_unk)
+
+    p = sub.add_parser("stats", help="rare-word statistics, UNK/OOV rates, embedding coverage",
+                       description="Rare-word statistics of a corpus (Kummerfeld et al. 2020, "
+                       "Table 4: %% of types/tokens occurring five times or fewer), the share of "
+                       "types/tokens the UNK rule replaces for several K (Table 3), OOV rates of "
+                       "valid/test, and coverage by an embedding file.")
+    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
+    p.add_argument("--pretrain", type=Path, metavar="FILE",
+                   help="in-domain pretraining text, for Table 4's Pretrain and Train-in-Pre columns")
+    _add_unk(p)
+    _add_embeddings(p, "whose coverage of the corpus to report")
+    p.add_argument("--thresholds", default="0,1,2,5",
+                   help="the K values of the UNK-rule table (default: 0,1,2,5)")
+    p.add_argument("--json", action="store_true", help="print everything as one JSON object")
+    p.set_defaults(func=cmd_stats)
+    return ap
+
+
+def _version() -> str:
+    from lmlow import __version__
+    return __version__
+
+
+def _corpus(args, embeddings_needed: bool = False):
+    from lmlow.data.corpus import Corpus
+    from lmlow.embeddings import vector_words
+
+    if args.extend_vocab and not args.embeddings:
+        raise LmlowError("--extend-vocab needs --embeddings FILE")
+    words = vector_words(args.embeddings) if args.embeddings else None
+    corpus = Corpus(args.corpus, args.unk_threshold, words if args.extend_vocab else ())
+    return corpus, words
+
+
+def cmd_prepare(args) -> None:
+    from dataclasses import asdict
+
+    from lmlow.data.prepare import parse_size, prepare
+    from lmlow.data.tokenize import Normalisation
+    from lmlow.tables import markdown
+
+    norm = Normalisation.ptb() if args.ptb else Normalisation(args.lowercase, args.numbers,
+                                                              args.strip_punct)
+    report = prepare(args.inputs, args.out, tokenizer=args.tokenizer, norm=norm,
+                     valid=parse_size(args.valid), test=parse_size(args.test), seed=args.seed,
+                     documents=args.documents, dedup=args.dedup, exclude=args.exclude,
+                     no_split=args.no_split, force=args.force)
+    if args.json:
+        print(json.dumps(asdict(report), indent=2))
+        return
+    print(f"{report.documents} documents, {report.paragraphs} lines, {report.tokens} tokens "
+          f"-> {args.out}")
+    if args.dedup or args.exclude:
+        print(f"removed {report.duplicates_removed} duplicate and {report.excluded_removed} "
+              "excluded paragraphs")
+    rows = [[s, d["documents"], d["lines"], d["tokens"]] for s, d in report.splits.items()]
+    print(markdown(["split", "documents", "lines", "tokens"], rows))
+
+
+def cmd_vocab(args) -> None:
+    corpus, _ = _corpus(args)
+    vocab = corpus.vocab
+    if args.out:
+        if args.out.exists() and not args.force:
+            raise LmlowError(f"{args.out} exists; pass --force to overwrite it")
+        vocab.save(args.out, with_counts=args.counts)
+    train = corpus.counts("train")
+    summary = {"vocabulary_size": len(vocab), "unk_threshold": args.unk_threshold,
+               "train_types": len(train.counts), "unk_count": vocab.counts[vocab.unk_id],
+               "embedding_only_words": sum(1 for c in vocab.counts if c == 0) - (vocab.counts[vocab.unk_id] == 0),
+               "top": vocab.words[:10]}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(f"vocabulary: {len(vocab)} words (K={args.unk_threshold}; {len(train.counts)} word "
+          f"types in train; <unk> count {summary['unk_count']}; "
+          f"{summary['embedding_only_words']} from embeddings only)")
+    print("most frequent:", " ".join(vocab.words[:10]))
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def cmd_unk(args) -> None:
+    from dataclasses import asdict
+
+    from lmlow.data.corpus import SPLITS
+    from lmlow.tables import markdown
+
+    out = args.out
+    existing = [out / f"{s}.txt" for s in SPLITS if (out / f"{s}.txt").exists()]
+    if existing and not args.force:
+        raise LmlowError(f"{existing[0]} exists; pass --force to overwrite it")
+    if out.resolve() == args.corpus.resolve():
+        raise LmlowError(f"{out}: --out must differ from the corpus folder")
+    corpus, _ = _corpus(args)
+    stats = corpus.write_unk_replaced(out)
+    if args.json:
+        print(json.dumps({s: asdict(st) for s, st in stats.items()}, indent=2))
+        return
+    rows = [[s, st.tokens, st.replaced_tokens + st.oov_tokens, st.literal_unk,
+             100 * st.unk_tokens / st.words if st.words else 0.0] for s, st in stats.items()]
+    print(markdown(["split", "tokens (with <eos>)", "replaced", "literal <unk>", "<unk> % of words"],
+                   rows))
+    print(f"wrote {out}/train.txt, valid.txt, test.txt (K={args.unk_threshold})")
+
+
+def cmd_stats(args) -> None:
+    from lmlow.data.corpus import count_words
+    from lmlow.data.stats import corpus_stats
+
+    thresholds = [int(k) for k in args.thresholds.split(",") if k.strip()]
+    corpus, words = _corpus(args)
+    pretrain = count_words(args.pretrain) if args.pretrain else None
+    stats = corpus_stats(corpus, pretrain, words, thresholds)
+    print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
+
+
+def format_stats(s: dict) -> str:
+    from lmlow.tables import markdown
+
+    out = [f"# {s['corpus']} (K={s['unk_threshold']}, vocabulary {s['vocabulary_size']})", ""]
+    out.append(markdown(["split", "lines", "words", "types", "literal <unk>"],
+                        [[k, v["lines"], v["words"], v["types"], v["literal_unk"]]
+                         for k, v in s["sizes"].items()]))
+    t4 = s["table4"]
+    cols = [c for c in ("train", "pretrain", "train_in_pretrain") if c in t4]
+    out += ["", "Rare words (% occurring five times or fewer; Table 4):", ""]
+    out.append(markdown(["", *[f"{c} {u}" for c in cols for u in ("types", "tokens")]],
+                        [["%", *[t4[c][k] for c in cols for k in ("types_pct", "tokens_pct")]]]))
+    out += ["", "Share replaced by the UNK rule, % (Table 3):", ""]
+    rows = [[f"K={k}", *[v[sp][m] for sp in ("train", "valid", "test") for m in ("types_pct", "tokens_pct")]]
+            for k, v in s["unk_rule"].items()]
+    out.append(markdown(["", "train types", "train tokens", "valid types", "valid tokens",
+                         "test types", "test tokens"], rows))
+    out += ["", "Out of vocabulary (read as <unk>), %:", ""]
+    out.append(markdown(["split", "types", "tokens"],
+                        [[sp, v["types_pct"], v["tokens_pct"]] for sp, v in s["oov"].items()]))
+    if "embedding_coverage" in s:
+        out += ["", "Coverage by the embeddings, %:", ""]
+        out.append(markdown(["", "types", "tokens"], [[k, v["types_pct"], v["tokens_pct"]]
+                                                     for k, v in s["embedding_coverage"].items()]))
+        out.append(f"\n{s['embedding_only_words']} embedding words do not occur in train")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except LmlowError as e:
+        if args.debug:
+            raise
+        print(f"lmlow: error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # e.g. `lmlow stats ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print("lmlow: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

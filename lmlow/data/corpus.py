@@ -1,0 +1,229 @@
+"""A corpus folder, its training counts, vocabulary and memory-mapped encoded splits.
+
+Counting and encoding stream the text once and are cached under ``$LMLOW_CACHE_DIR`` (default
+``~/.cache/lmlow``), keyed by a hash of the file (path, size, modification time) and of every
+option that changes the result, so a second run starts at once and 100M tokens take 400 MB of
+int32 on disk, not 100M Python objects in memory.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from array import array
+from collections import Counter
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from lmlow.data.textio import EOS, UNK, iter_lines
+from lmlow.data.vocab import Vocabulary, build_vocabulary
+from lmlow.errors import LmlowError
+from lmlow.progress import progress
+
+SPLITS = ("train", "valid", "test")
+CACHE_FORMAT = 1
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("LMLOW_CACHE_DIR") or Path.home() / ".cache" / "lmlow")
+
+
+def file_key(path: Path, **options) -> str:
+    """Hash of a file's identity (path, size, mtime) and the options applied to it."""
+    st = Path(path).stat()
+    ident = {"path": str(Path(path).resolve()), "size": st.st_size, "mtime": st.st_mtime_ns,
+             "format": CACHE_FORMAT, **options}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    tmp = Path(f"{path}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@dataclass
+class WordCounts:
+    """Raw word counts of one file (no UNK rule, no ``<eos>``) and its number of lines."""
+
+    counts: Counter
+    lines: int
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.counts.values())
+
+
+def count_words(path: Path, show_progress: bool = True) -> WordCounts:
+    """Count the words of a text file, cached by the file's identity."""
+    cached = cache_root() / "counts" / f"{file_key(path)}.json"
+    if cached.exists():
+        data = json.loads(cached.read_text(encoding="utf-8"))
+        return WordCounts(Counter(data["counts"]), data["lines"])
+    counts, lines = Counter(), 0
+    with progress(f"counting {Path(path).name}", show_progress) as bar:
+        for _, tokens in iter_lines(path):
+            counts.update(tokens)
+            lines += 1
+            bar.tokens(len(tokens))
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(cached, json.dumps({"lines": lines, "counts": counts}))
+    return WordCounts(counts, lines)
+
+
+@dataclass
+class SplitStats:
+    """What became ``<unk>`` in one split, by cause (token counts exclude nothing: ``<eos>`` is a token)."""
+
+    tokens: int            # including one <eos> per line
+    lines: int
+    word_types: int        # distinct words, <eos> excluded
+    literal_unk: int       # <unk> already in the text
+    replaced_tokens: int   # words whose training count < K (K >= 1)
+    replaced_types: int
+    oov_tokens: int        # words in no vocabulary (K == 0)
+    oov_types: int
+
+    @property
+    def unk_tokens(self) -> int:
+        return self.literal_unk + self.replaced_tokens + self.oov_tokens
+
+    @property
+    def words(self) -> int:
+        return self.tokens - self.lines
+
+
+@dataclass
+class EncodedSplit:
+    ids: np.ndarray        # int32 token ids, memory-mapped; <eos> ends every line
+    stats: SplitStats
+
+
+def encode_file(path: Path, vocab: Vocabulary, show_progress: bool = True) -> EncodedSplit:
+    """Encode a text file with a vocabulary into a cached memory-mapped int32 array."""
+    key = file_key(path, vocab=vocab.digest(), unk_threshold=vocab.unk_threshold)
+    base = cache_root() / "encoded" / key
+    meta_path = base.with_suffix(".json")
+    if meta_path.exists():
+        stats = SplitStats(**json.loads(meta_path.read_text(encoding="utf-8")))
+        return EncodedSplit(_load_ids(base.with_suffix(".bin"), stats.tokens), stats)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    tmp_bin = Path(f"{base}.bin.tmp{os.getpid()}")
+    stats = _stream_encode(path, vocab, tmp_bin, show_progress)
+    os.replace(tmp_bin, base.with_suffix(".bin"))
+    atomic_write_text(meta_path, json.dumps(asdict(stats)))  # written last: marks completion
+    return EncodedSplit(_load_ids(base.with_suffix(".bin"), stats.tokens), stats)
+
+
+def _load_ids(path: Path, n: int) -> np.ndarray:
+    ids = np.memmap(path, dtype=np.int32, mode="r")
+    if len(ids) != n:
+        raise LmlowError(f"{path}: cache file is damaged; delete it and rerun")
+    return ids
+
+
+def _stream_encode(path: Path, vocab: Vocabulary, out: Path, show_progress: bool) -> SplitStats:
+    index, unk, eos = vocab.index, vocab.unk_id, vocab.eos_id
+    missing: Counter = Counter()
+    types: set = set()
+    buf = array("i")
+    lines = tokens = literal_unk = 0
+    with open(out, "wb") as f, progress(f"encoding {Path(path).name}", show_progress) as bar:
+        for _, words in iter_lines(path):
+            types.update(words)
+            for w in words:
+                i = index.get(w)
+                if i is None:
+                    missing[w] += 1
+                    i = unk
+                elif i == unk:
+                    literal_unk += 1
+                buf.append(i)
+            buf.append(eos)
+            lines += 1
+            tokens += len(words) + 1
+            bar.tokens(len(words) + 1)
+            if len(buf) >= 1 << 20:
+                buf.tofile(f)
+                buf = array("i")
+        buf.tofile(f)
+    by_rule = vocab.unk_threshold > 0  # K >= 1: every missing word has training count < K
+    missing_tokens = sum(missing.values())
+    return SplitStats(
+        tokens=tokens, lines=lines, word_types=len(types), literal_unk=literal_unk,
+        replaced_tokens=missing_tokens if by_rule else 0,
+        replaced_types=len(missing) if by_rule else 0,
+        oov_tokens=0 if by_rule else missing_tokens,
+        oov_types=0 if by_rule else len(missing))
+
+
+class Corpus:
+    """A folder with train.txt, valid.txt and test.txt, read under one UNK threshold K.
+
+    ``extra_words`` (e.g. the words of an embedding file) extend the vocabulary as the UNK rule
+    allows; ``vocab`` fixes the vocabulary instead (e.g. the one saved with a checkpoint).
+    """
+
+    def __init__(self, root: Path, unk_threshold: int = 0, extra_words: Iterable[str] = (),
+                 vocab: Vocabulary | None = None, show_progress: bool = True):
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise LmlowError(f"{self.root}: no such corpus folder (expected train.txt, valid.txt, test.txt)")
+        for split in SPLITS:
+            if not self.path(split).exists():
+                raise LmlowError(f"{self.root}: missing {split}.txt")
+        if unk_threshold < 0:
+            raise LmlowError(f"UNK threshold must be >= 0, got {unk_threshold}")
+        self.unk_threshold = unk_threshold
+        self.extra_words = extra_words
+        self.show_progress = show_progress
+        if vocab is not None:
+            self.vocab = vocab
+
+    def path(self, split: str) -> Path:
+        if split not in SPLITS:
+            raise LmlowError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+        gz = self.root / f"{split}.txt.gz"
+        return gz if gz.exists() and not (self.root / f"{split}.txt").exists() else self.root / f"{split}.txt"
+
+    def counts(self, split: str = "train") -> WordCounts:
+        return count_words(self.path(split), self.show_progress)
+
+    @cached_property
+    def vocab(self) -> Vocabulary:
+        train = self.counts("train")
+        return build_vocabulary(train.counts, train.lines, self.unk_threshold, self.extra_words)
+
+    def encode(self, split: str) -> EncodedSplit:
+        return encode_file(self.path(split), self.vocab, self.show_progress)
+
+    def write_unk_replaced(self, out_dir: Path, show_progress: bool = True) -> dict[str, SplitStats]:
+        """Write each split with the UNK rule applied (for tools that read text, e.g. KenLM)."""
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stats = {}
+        for split in SPLITS:
+            enc = self.encode(split)
+            stats[split] = enc.stats
+            write_ids_as_text(enc.ids, self.vocab, out_dir / f"{split}.txt")
+        return stats
+
+
+def write_ids_as_text(ids: np.ndarray, vocab: Vocabulary, path: Path) -> None:
+    """Write encoded ids back as text, one line per ``<eos>``, atomically."""
+    words, eos = vocab.words, vocab.eos_id
+    tmp = Path(f"{path}.tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        line: list[str] = []
+        for start in range(0, len(ids), 1 << 20):
+            for i in ids[start:start + (1 << 20)].tolist():
+                if i == eos:
+                    f.write(" ".join(line) + "\n")
+                    line = []
+                else:
+                    line.append(words[i])
+    os.replace(tmp, path)

@@ -1,0 +1,94 @@
+"""Rare-word statistics: Kummerfeld et al. (2020) Table 4 and Table 3's bottom half, OOV rates,
+and coverage of a vocabulary by an embedding file.
+
+Word statistics count words only: ``<eos>`` is not a word, and a literal ``<unk>`` is left out
+of the rare-word and coverage figures (it stands for many words, none of them known).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+from lmlow.data.corpus import Corpus, WordCounts
+from lmlow.data.textio import EOS, UNK
+
+RARE_MAX = 5  # "occur five times or fewer"
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole else 0.0
+
+
+def _words(counts: Counter) -> Counter:
+    return Counter({w: c for w, c in counts.items() if w != UNK})
+
+
+def rare_share(counts: Counter, reference: Counter | None = None, max_count: int = RARE_MAX) -> dict:
+    """Percent of types and tokens of ``counts`` whose count in ``reference`` is <= max_count.
+
+    With no reference, a word's own count decides (Table 4's "Train" and "Pretrain" columns);
+    with the pretraining counts as reference, it gives the "Train in Pre" columns.
+    """
+    words = _words(counts)
+    ref = words if reference is None else reference
+    rare = [w for w in words if ref.get(w, 0) <= max_count]
+    return {"types_pct": _pct(len(rare), len(words)),
+            "tokens_pct": _pct(sum(words[w] for w in rare), sum(words.values()))}
+
+
+def table4(train: WordCounts, pretrain: WordCounts | None = None) -> dict:
+    """The rare-word statistics of one corpus, in Table 4's layout."""
+    row = {"train": rare_share(train.counts)}
+    if pretrain is not None:
+        row["pretrain"] = rare_share(pretrain.counts)
+        row["train_in_pretrain"] = rare_share(train.counts, _words(pretrain.counts))
+    return row
+
+
+def unk_rule_shares(split_counts: Counter, train_counts: Counter, k: int) -> dict:
+    """Share of a split's word types/tokens that the UNK rule with threshold K replaces."""
+    words = _words(split_counts)
+    hit = [w for w in words if train_counts.get(w, 0) < k]
+    return {"types_pct": _pct(len(hit), len(words)),
+            "tokens_pct": _pct(sum(words[w] for w in hit), sum(words.values()))}
+
+
+def oov_shares(split_counts: Counter, vocab_words) -> dict:
+    """Share of a split's word types/tokens that are in no vocabulary (read as ``<unk>``)."""
+    return coverage(split_counts, vocab_words, invert=True)
+
+
+def coverage(counts: Counter, known, invert: bool = False) -> dict:
+    """Percent of the word types/tokens of ``counts`` that are in ``known`` (or not, inverted)."""
+    words = _words(counts)
+    hit = [w for w in words if (w in known) != invert]
+    return {"types_pct": _pct(len(hit), len(words)),
+            "tokens_pct": _pct(sum(words[w] for w in hit), sum(words.values())),
+            "types": len(hit), "tokens": sum(words[w] for w in hit)}
+
+
+def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
+                 embedding_words: Iterable[str] | None = None,
+                 thresholds: Iterable[int] = (0, 1, 2, 5)) -> dict:
+    """Everything ``lmlow stats`` reports for a corpus, as plain data (for JSON and tables)."""
+    splits = {s: corpus.counts(s) for s in ("train", "valid", "test")}
+    train = splits["train"].counts
+    vocab = corpus.vocab
+    out = {
+        "corpus": str(corpus.root),
+        "unk_threshold": corpus.unk_threshold,
+        "sizes": {s: {"lines": wc.lines, "words": wc.tokens, "types": len(wc.counts),
+                      "literal_unk": wc.counts.get(UNK, 0)}
+                  for s, wc in splits.items()},
+        "vocabulary_size": len(vocab),
+        "table4": table4(splits["train"], pretrain),
+        "unk_rule": {str(k): {s: unk_rule_shares(wc.counts, train, k) for s, wc in splits.items()}
+                     for k in thresholds},
+        "oov": {s: oov_shares(splits[s].counts, vocab.index) for s in ("valid", "test")},
+    }
+    if embedding_words is not None:
+        known = embedding_words if isinstance(embedding_words, (set, dict)) else set(embedding_words)
+        out["embedding_coverage"] = {s: coverage(wc.counts, known) for s, wc in splits.items()}
+        out["embedding_coverage"]["vocabulary"] = coverage(Counter({w: 1 for w in vocab.words if w != EOS}), known)
+        out["embedding_only_words"] = sum(1 for w in known if w not in train)
+    return out

@@ -1,0 +1,74 @@
+"""Reading corpus text: the one place that decides what a token, a line and bad input are.
+
+Conventions (the PTB/AWD-LSTM ones): one sentence or paragraph per line, tokens separated by
+whitespace (spaces; tabs and other Unicode whitespace also separate tokens). Blank lines,
+including lines of only spaces, are skipped. An end-of-sentence token ``<eos>`` is appended to
+every line when the text is read, so ``<eos>`` itself may not appear in the text. A literal
+``<unk>`` (PTB has them) is an ordinary token that is already unknown. Files may be gzipped
+(``.gz``).
+"""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Iterator
+
+from lmlow.errors import LmlowError
+
+EOS = "<eos>"
+UNK = "<unk>"
+
+
+def open_binary(path: Path):
+    """Open a text file (plain or .gz) for byte reading, with a one-line error if impossible."""
+    path = Path(path)
+    if not path.exists():
+        raise LmlowError(f"{path}: no such file")
+    if path.is_dir():
+        raise LmlowError(f"{path}: is a folder, expected a text file")
+    try:
+        return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    except OSError as e:
+        raise LmlowError(f"{path}: cannot open ({e.strerror or e})") from None
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line_number, tokens)`` for every non-blank line, validating as it streams.
+
+    Raises LmlowError naming the file and line for binary data, non-UTF-8 bytes or a literal
+    ``<eos>``, and for a file with no tokens at all.
+    """
+    path = Path(path)
+    any_tokens = False
+    with open_binary(path) as f:
+        try:
+            for lineno, raw in enumerate(f, 1):
+                tokens = decode_line(path, lineno, raw).split()
+                if not tokens:
+                    continue
+                if EOS in tokens:
+                    raise LmlowError(f"{path}:{lineno}: contains the reserved token {EOS}; "
+                                     "lines end implicitly, remove it")
+                any_tokens = True
+                yield lineno, tokens
+        except (OSError, EOFError) as e:  # corrupt gzip stream, I/O error
+            raise LmlowError(f"{path}: cannot read ({e})") from None
+    if not any_tokens:
+        raise LmlowError(f"{path}: empty file (no tokens)")
+
+
+def decode_line(path: Path, lineno: int, raw: bytes) -> str:
+    if b"\0" in raw:
+        raise LmlowError(f"{path}:{lineno}: binary data (NUL byte); expected UTF-8 text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LmlowError(f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at "
+                         f"column {e.start + 1})") from None
+
+
+def iter_sentences(path: Path) -> Iterator[list[str]]:
+    """Token lists with ``<eos>`` appended: the stream every model is trained and scored on."""
+    for _, tokens in iter_lines(path):
+        tokens.append(EOS)
+        yield tokens

@@ -1,0 +1,111 @@
+"""Tokenisers and PTB-style normalisation, shared by ``lmlow prepare`` and ``lmlow embed``.
+
+Normalisation options, each separate (``ptb`` turns on all three, as in Mikolov's PTB):
+- lowercase;
+- numbers: a token that is a number (``12``, ``1,000``, ``3.5``, ``.5``, ``-2``) becomes ``N``;
+- strip punctuation: a token made only of Unicode punctuation (``.``, ``,``, ``"``, ``--``,
+  ``(``) is dropped; symbols such as ``$``, ``%``, ``+`` and ``>`` are kept.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+from lmlow.errors import LmlowError
+
+TOKENIZERS = ("whitespace", "spacy", "stanza", "scispacy")
+_NUMBER = re.compile(r"[+-]?(\d[\d,]*(\.\d+)?|\.\d+)")
+_RESERVED = {"<eos>": "<EOS>"}  # a literal <eos> in raw text must not end a line
+
+
+@dataclass(frozen=True)
+class Normalisation:
+    lowercase: bool = False
+    numbers: bool = False
+    strip_punct: bool = False
+
+    @classmethod
+    def ptb(cls) -> "Normalisation":
+        return cls(True, True, True)
+
+    def apply(self, tokens: Iterable[str]) -> list[str]:
+        out = []
+        for t in tokens:
+            if self.strip_punct and is_punctuation(t):
+                continue
+            if self.numbers and _NUMBER.fullmatch(t):
+                t = "N"
+            elif self.lowercase:
+                t = t.lower()
+            out.append(_RESERVED.get(t, t))
+        return out
+
+
+def is_punctuation(token: str) -> bool:
+    return all(unicodedata.category(c).startswith("P") for c in token)
+
+
+def make_tokenizer(name: str) -> Callable[[Iterable[str]], Iterator[list[str]]]:
+    """A function from an iterable of lines to an iterator of token lists (streams)."""
+    if name == "whitespace":
+        return lambda lines: (line.split() for line in lines)
+    if name == "spacy":
+        return _spacy_tokenizer(_blank_spacy())
+    if name == "scispacy":
+        return _spacy_tokenizer(_scispacy())
+    if name == "stanza":
+        return _stanza_tokenizer()
+    raise LmlowError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}")
+
+
+def _blank_spacy():
+    try:
+        import spacy
+    except ImportError:
+        raise LmlowError("the spacy tokenizer needs spaCy: pip install 'lmlow[tokenize]'") from None
+    return spacy.blank("en")  # rule-based English tokenizer; needs no model download
+
+
+def _spacy_tokenizer(nlp):
+    def tokenize(lines):
+        for doc in nlp.tokenizer.pipe(lines, batch_size=256):
+            yield [t.text for t in doc if not t.is_space]
+    return tokenize
+
+
+def _scispacy():
+    try:
+        from scispacy.custom_tokenizer import combined_rule_tokenizer
+    except ImportError:
+        raise LmlowError("the scispacy tokenizer needs scispacy, which does not install on this "
+                         "Python/spaCy; use --tokenizer spacy, or pip install scispacy where it "
+                         "installs") from None
+    nlp = _blank_spacy()
+    nlp.tokenizer = combined_rule_tokenizer(nlp)
+    return nlp
+
+
+def _stanza_tokenizer():
+    try:
+        import stanza
+    except ImportError:
+        raise LmlowError("the stanza tokenizer needs stanza: pip install 'lmlow[tokenize]'") from None
+    try:
+        nlp = stanza.Pipeline("en", processors="tokenize", tokenize_no_ssplit=True,
+                              download_method=None, logging_level="ERROR", use_gpu=False)
+    except Exception as e:  # stanza raises several types for a missing model
+        raise LmlowError(
+            "stanza's English tokenizer model is not installed (it is downloaded from the "
+            "internet, not from PyPI); with internet run: python -c \"import stanza; "
+            f"stanza.download('en', processors='tokenize')\"  [{type(e).__name__}]") from None
+
+    def tokenize(lines):
+        for line in lines:
+            if not line.strip():
+                yield []
+                continue
+            doc = nlp(line)
+            yield [t.text for s in doc.sentences for t in s.tokens]
+    return tokenize

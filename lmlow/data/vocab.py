@@ -1,0 +1,126 @@
+"""Vocabulary and the UNK rule of Kummerfeld et al. (2020), section 3.
+
+The rule, exactly: count each word in the original training set; in every split, replace a
+word by ``<unk>`` when its training count is lower than K (a word not in the counts has count
+0). K=0 replaces nothing. Words of the training set always form the vocabulary; the words of a
+pretrained-embedding vocabulary may be added (they have training count 0, so they survive only
+when K=0), which keeps rare words that in-domain vectors cover as real words. Any other word of
+valid/test is out of vocabulary and becomes ``<unk>`` when read.
+
+Order is deterministic: count descending, then the word itself.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from lmlow.data.textio import EOS, UNK, decode_line, open_binary
+from lmlow.errors import LmlowError
+
+
+@dataclass
+class Vocabulary:
+    """Words in index order with their (post-UNK-rule) training counts."""
+
+    words: list[str]
+    counts: list[int]
+    unk_threshold: int = 0
+    index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.index = {w: i for i, w in enumerate(self.words)}
+        if len(self.index) != len(self.words):
+            raise LmlowError("vocabulary has duplicate words")
+        for special in (EOS, UNK):
+            if special not in self.index:
+                raise LmlowError(f"vocabulary lacks the special token {special}")
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.index
+
+    @property
+    def unk_id(self) -> int:
+        return self.index[UNK]
+
+    @property
+    def eos_id(self) -> int:
+        return self.index[EOS]
+
+    def id(self, word: str) -> int:
+        return self.index.get(word, self.index[UNK])
+
+    def encode(self, tokens: Iterable[str]) -> list[int]:
+        get, unk = self.index.get, self.index[UNK]
+        return [get(t, unk) for t in tokens]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        return [self.words[i] for i in ids]
+
+    def count_array(self) -> np.ndarray:
+        return np.asarray(self.counts, dtype=np.int64)
+
+    def digest(self) -> str:
+        """A short hash of the word list: what a checkpoint or cache must match."""
+        h = hashlib.sha256("\n".join(self.words).encode("utf-8"))
+        return h.hexdigest()[:16]
+
+    def save(self, path: Path, with_counts: bool = False) -> None:
+        """Write one word per line in index order (``word<TAB>count`` with counts)."""
+        lines = (f"{w}\t{c}" if with_counts else w for w, c in zip(self.words, self.counts))
+        text = "\n".join(lines) + "\n"
+        tmp = Path(str(path) + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> "Vocabulary":
+        """Read a file written by :meth:`save` (with or without counts)."""
+        path = Path(path)
+        words, counts = [], []
+        with open_binary(path) as f:
+            for lineno, raw in enumerate(f, 1):
+                line = decode_line(path, lineno, raw).rstrip("\n")
+                word, _, count = line.partition("\t")
+                if not word or " " in word:
+                    raise LmlowError(f"{path}:{lineno}: expected one word per line, got {line!r}")
+                try:
+                    counts.append(int(count) if count else 0)
+                except ValueError:
+                    raise LmlowError(f"{path}:{lineno}: count {count!r} is not an integer") from None
+                words.append(word)
+        if not words:
+            raise LmlowError(f"{path}: empty vocabulary file")
+        try:
+            return cls(words, counts)
+        except LmlowError as e:
+            raise LmlowError(f"{path}: {e}") from None
+
+
+def build_vocabulary(train_counts: Counter, n_lines: int, unk_threshold: int = 0,
+                     extra_words: Iterable[str] = ()) -> Vocabulary:
+    """Apply the UNK rule with threshold K to training counts and order the result.
+
+    ``train_counts`` are raw word counts of the training split (without ``<eos>``);
+    ``n_lines`` is the number of ``<eos>`` tokens. A literal ``<unk>`` in the text counts
+    towards ``<unk>``, as do all tokens of words replaced by the rule.
+    """
+    if unk_threshold < 0:
+        raise LmlowError(f"UNK threshold must be >= 0, got {unk_threshold}")
+    kept = {w: c for w, c in train_counts.items() if w != UNK and c >= unk_threshold}
+    replaced = sum(c for w, c in train_counts.items() if w != UNK and c < unk_threshold)
+    if unk_threshold == 0:
+        for w in extra_words:
+            if w not in kept and w not in (EOS, UNK):
+                kept[w] = 0
+    kept[EOS] = n_lines
+    kept[UNK] = train_counts.get(UNK, 0) + replaced
+    order = sorted(kept.items(), key=lambda wc: (-wc[1], wc[0]))
+    return Vocabulary([w for w, _ in order], [c for _, c in order], unk_threshold)

@@ -1,0 +1,110 @@
+"""Pretrained word vectors: loading (through gensim), validation, coverage and neighbours.
+
+Formats, told apart by name and first line: GloVe text (no header), word2vec text (a
+``COUNT DIM`` header), word2vec binary (``.bin``) and gensim ``KeyedVectors`` files (``.kv``,
+``.model``; these are pickles, so only open files you trust). Text files may be gzipped.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from lmlow.data.textio import decode_line, open_binary
+from lmlow.errors import LmlowError
+
+GENSIM_SUFFIXES = (".kv", ".model")
+
+
+def detect_format(path: Path) -> str:
+    """One of ``gensim``, ``word2vec-bin``, ``word2vec-text``, ``glove``."""
+    path = Path(path)
+    if path.suffix in GENSIM_SUFFIXES:
+        return "gensim"
+    if path.suffix == ".bin":
+        return "word2vec-bin"
+    with open_binary(path) as f:
+        first = f.readline()
+    if not first.strip():
+        raise LmlowError(f"{path}:1: empty first line; expected a vector or a 'COUNT DIM' header")
+    fields = decode_line(path, 1, first).split()
+    return "word2vec-text" if len(fields) == 2 and all(x.isdigit() for x in fields) else "glove"
+
+
+def load_vectors(path: Path):
+    """Load a ``gensim.models.KeyedVectors``; bad files give one line naming file and line."""
+    from gensim.models import KeyedVectors
+
+    path = Path(path)
+    fmt = detect_format(path)
+    try:
+        if fmt == "gensim":
+            kv = KeyedVectors.load(str(path))
+        else:
+            kv = KeyedVectors.load_word2vec_format(
+                str(path), binary=fmt == "word2vec-bin", no_header=fmt == "glove",
+                unicode_errors="strict")
+    except LmlowError:
+        raise
+    except Exception as e:  # gensim reports bad lines without their number: find it
+        if fmt in ("glove", "word2vec-text"):
+            check_text_vectors(path, header=fmt == "word2vec-text")
+        raise LmlowError(f"{path}: cannot read {fmt} vectors ({type(e).__name__}: {e})") from None
+    if fmt in ("glove", "word2vec-text"):
+        _check_duplicates(path, kv, header=fmt == "word2vec-text")
+    bad = np.flatnonzero(~np.isfinite(kv.vectors).all(axis=1))
+    if len(bad):
+        where = f":{bad[0] + 1 + (fmt == 'word2vec-text')}" if fmt in ("glove", "word2vec-text") else ""
+        raise LmlowError(f"{path}{where}: vector of {kv.index_to_key[bad[0]]!r} has NaN or "
+                         f"infinite values ({len(bad)} such vectors)")
+    if len(kv) == 0:
+        raise LmlowError(f"{path}: no vectors")
+    return kv
+
+
+def check_text_vectors(path: Path, header: bool) -> None:
+    """Scan a text vector file and raise at the first malformed line."""
+    dim = None
+    with open_binary(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            fields = decode_line(path, lineno, raw).rstrip("\n").split(" ")
+            fields = [x for x in fields if x]
+            if header and lineno == 1:
+                dim = int(fields[1])
+                continue
+            if not fields:
+                raise LmlowError(f"{path}:{lineno}: empty line")
+            values = fields[1:]
+            if dim is None:
+                dim = len(values)
+            if len(values) != dim:
+                raise LmlowError(f"{path}:{lineno}: {len(values)} values for {fields[0]!r}, "
+                                 f"expected {dim} (inconsistent dimensions)")
+            for v in values:
+                try:
+                    x = float(v)
+                except ValueError:
+                    raise LmlowError(f"{path}:{lineno}: {v!r} is not a number") from None
+                if not math.isfinite(x):
+                    raise LmlowError(f"{path}:{lineno}: vector of {fields[0]!r} has NaN or infinite values")
+
+
+def _check_duplicates(path: Path, kv, header: bool) -> None:
+    """gensim keeps the first of duplicate words silently; a user should hear about it."""
+    seen = set()
+    with open_binary(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            if header and lineno == 1:
+                continue
+            word = raw.split(b" ", 1)[0]
+            if word in seen:
+                raise LmlowError(f"{path}:{lineno}: duplicate word {decode_line(path, lineno, word)!r}")
+            seen.add(word)
+    if len(seen) != len(kv):
+        raise LmlowError(f"{path}: read {len(kv)} vectors but the file has {len(seen)} words")
+
+
+def vector_words(path: Path) -> list[str]:
+    """The words of a vector file, in file order."""
+    return list(load_vectors(path).index_to_key)

@@ -1,0 +1,42 @@
+"""Progress bars that count tokens and show tokens/s; silent when stderr is not a terminal."""
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+
+from tqdm import tqdm
+
+
+class _TokenBar:
+    """Batches updates so that a per-line call costs next to nothing."""
+
+    def __init__(self, bar: tqdm | None):
+        self.bar, self.pending = bar, 0
+
+    def tokens(self, n: int) -> None:
+        if self.bar is None:
+            return
+        self.pending += n
+        if self.pending >= 50_000:
+            self.bar.update(self.pending)
+            self.pending = 0
+
+    def flush(self) -> None:
+        if self.bar is not None and self.pending:
+            self.bar.update(self.pending)
+            self.pending = 0
+
+
+@contextmanager
+def progress(desc: str, enabled: bool = True, total: int | None = None):
+    """A token-counting progress bar for streaming work."""
+    show = enabled and sys.stderr.isatty()
+    bar = tqdm(desc=desc, total=total, unit="tok", unit_scale=True, leave=False,
+               dynamic_ncols=True) if show else None
+    tb = _TokenBar(bar)
+    try:
+        yield tb
+    finally:
+        tb.flush()
+        if bar is not None:
+            bar.close()

@@ -1,0 +1,32 @@
+"""Plain-text tables (Markdown) and CSV, for terminals, READMEs and spreadsheets alike."""
+from __future__ import annotations
+
+import csv
+import io
+
+
+def fmt(x, digits: int = 3) -> str:
+    """Numbers to ``digits`` significant figures (as the papers print them), others as text."""
+    if isinstance(x, float):
+        if x != x:
+            return "nan"
+        return f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:.0f}"
+    return str(x)
+
+
+def markdown(headers: list[str], rows: list[list], digits: int = 3) -> str:
+    cells = [[fmt(c, digits) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+              for i, h in enumerate(headers)]
+    def line(values):
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(headers), sep, *(line(r) for r in cells)])
+
+
+def to_csv(headers: list[str], rows: list[list]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(headers)
+    w.writerows(rows)
+    return buf.getvalue()
