@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lowercase", action="store_true", help="lowercase every token")
     p.add_argument("--numbers", action="store_true", help="replace number tokens by N")
     p.add_argument("--strip-punct", action="store_true",
-                   help="drop tokens made only of punctuation (symbols like $ %% + stay)")
+                   help="drop tokens made only of Unicode punctuation (. , ; \" ( %% & #); symbols "
+                   "such as $ + = > stay")
     p.add_argument("--ptb", action="store_true",
                    help="PTB-style normalisation: --lowercase --numbers --strip-punct")
     p.add_argument("--valid", default="0.1", help="valid size: a fraction of all tokens (0.1) "

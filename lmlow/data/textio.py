@@ -42,6 +42,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     any_tokens = False
     with open_binary(path) as f:
         try:
+            _refuse_binary(path, f)
             for lineno, raw in enumerate(f, 1):
                 tokens = decode_line(path, lineno, raw).split()
                 if not tokens:
@@ -55,6 +56,16 @@ def iter_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
             raise LmlowError(f"{path}: cannot read ({e})") from None
     if not any_tokens:
         raise LmlowError(f"{path}: empty file (no tokens)")
+
+
+def _refuse_binary(path: Path, f) -> None:
+    """A NUL byte near the start means a binary file: say so before any UTF-8 complaint."""
+    head = f.read(8192)
+    f.seek(0)
+    nul = head.find(b"\0")
+    if nul >= 0:
+        line = head.count(b"\n", 0, nul) + 1
+        raise LmlowError(f"{path}:{line}: binary file (NUL byte); expected UTF-8 text")
 
 
 def decode_line(path: Path, lineno: int, raw: bytes) -> str:

@@ -3,8 +3,9 @@
 Normalisation options, each separate (``ptb`` turns on all three, as in Mikolov's PTB):
 - lowercase;
 - numbers: a token that is a number (``12``, ``1,000``, ``3.5``, ``.5``, ``-2``) becomes ``N``;
-- strip punctuation: a token made only of Unicode punctuation (``.``, ``,``, ``"``, ``--``,
-  ``(``) is dropped; symbols such as ``$``, ``%``, ``+`` and ``>`` are kept.
+- strip punctuation: a token made only of Unicode punctuation (categories P*: ``.``, ``,``,
+  ``"``, ``--``, ``(``, and also ``%``, ``&``, ``#``) is dropped; symbols (categories S*:
+  ``$``, ``+``, ``>``, ``=``) are kept.
 """
 from __future__ import annotations
 

@@ -1,0 +1,107 @@
+"""lmlow prepare: tokenisation, normalisation, and the deterministic by-document split."""
+import pytest
+
+from conftest import SPEECHES
+from lmlow.data.prepare import assign_splits, iter_documents, parse_size, prepare
+from lmlow.data.tokenize import Normalisation, make_tokenizer
+from lmlow.errors import LmlowError
+
+
+def test_spacy_tokenizer_and_ptb_normalisation_on_real_text():
+    line = ("I embrace with great satisfaction the opportunity; in 1790, the sum of "
+            "$1,000.50 wasn't \"trivial\" (nor 3.5%).")
+    tokens = Normalisation.ptb().apply(next(make_tokenizer("spacy")([line])))
+    assert tokens == ["i", "embrace", "with", "great", "satisfaction", "the", "opportunity",
+                      "in", "N", "the", "sum", "of", "$", "N", "was", "n't", "trivial", "nor",
+                      "N"]  # % is Unicode punctuation (Po); $ is a symbol (Sc)
+
+
+def test_normalisation_options_are_separate():
+    toks = ["The", "1,200", "men", ",", "--", "$"]
+    assert Normalisation(lowercase=True).apply(toks) == ["the", "1,200", "men", ",", "--", "$"]
+    assert Normalisation(numbers=True).apply(toks) == ["The", "N", "men", ",", "--", "$"]
+    assert Normalisation(strip_punct=True).apply(toks) == ["The", "1,200", "men", "$"]
+    assert Normalisation(lowercase=True).apply(["<EOS>"]) == ["<EOS>"]  # never a line end
+
+
+def test_stanza_without_model_gives_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("STANZA_RESOURCES_DIR", str(tmp_path))
+    with pytest.raises(LmlowError, match="stanza.download"):
+        make_tokenizer("stanza")
+
+
+def test_documents_from_folder_and_from_blank_lines(tmp_path):
+    docs = list(iter_documents([SPEECHES]))
+    assert len(docs) == 6 and docs[0][0].startswith("Fellow-Citizens of the Senate")
+    f = tmp_path / "raw.txt"
+    f.write_text("p one\np two\n\n\np three\n\np four\n")
+    assert list(iter_documents([f])) == [["p one", "p two"], ["p three"], ["p four"]]
+    assert len(list(iter_documents([f], "line"))) == 4
+    assert len(list(iter_documents([f], "file"))) == 1
+
+
+def test_split_sizes_are_met_by_whole_documents_and_seeded():
+    sizes = [100] * 50
+    a = assign_splits(sizes, 0.1, 0.2, seed=1)
+    assert a.count("test") == 10 and a.count("valid") == 5 and a.count("train") == 35
+    assert a == assign_splits(sizes, 0.1, 0.2, seed=1)
+    assert a != assign_splits(sizes, 0.1, 0.2, seed=2)
+    b = assign_splits(sizes, 250, 300, seed=1)  # token counts
+    assert b.count("valid") == 3 and b.count("test") == 3
+
+
+def test_split_needs_enough_documents():
+    with pytest.raises(LmlowError, match="not enough documents"):
+        assign_splits([10, 10], 0.1, 0.1, seed=1)
+
+
+def test_parse_size():
+    assert parse_size("0.1") == 0.1 and parse_size("80000") == 80000
+    for bad in ("-1", "1.5", "ten"):
+        with pytest.raises(LmlowError):
+            parse_size(bad)
+
+
+def test_prepare_splits_by_document(tmp_path):
+    out = tmp_path / "c"
+    rep = prepare([SPEECHES], out, tokenizer="spacy", norm=Normalisation.ptb(), valid=0.2,
+                  test=0.2, seed=5, show_progress=False)
+    assert rep.documents == 6 and sum(d["documents"] for d in rep.splits.values()) == 6
+    # every output paragraph comes whole from exactly one speech, and each speech from one split
+    tokenize, norm = make_tokenizer("spacy"), Normalisation.ptb()
+    speech_of = {}
+    for i, doc in enumerate(iter_documents([SPEECHES])):
+        for toks in tokenize(doc):
+            speech_of.setdefault(" ".join(norm.apply(toks)), set()).add(i)
+    unique = {line: s.pop() for line, s in speech_of.items() if len(s) == 1}
+    split_of = {}
+    for split in ("train", "valid", "test"):
+        for line in (out / f"{split}.txt").read_text().splitlines():
+            if line in unique:
+                split_of.setdefault(unique[line], set()).add(split)
+    assert all(len(s) == 1 for s in split_of.values()) and len(split_of) == 6
+    assert sum(rep.splits[s]["tokens"] for s in rep.splits) == rep.tokens
+
+
+def test_prepare_refuses_to_overwrite_and_force(tmp_path):
+    out = tmp_path / "c"
+    prepare([SPEECHES], out, valid=1, test=1, documents="line", show_progress=False)
+    before = (out / "train.txt").read_bytes()
+    with pytest.raises(LmlowError, match="exists; pass --force"):
+        prepare([SPEECHES], out, show_progress=False)
+    assert (out / "train.txt").read_bytes() == before
+    prepare([SPEECHES], out, valid=1, test=1, documents="line", seed=9, force=True,
+            show_progress=False)
+
+
+def test_dedup_and_exclude(tmp_path):
+    raw = tmp_path / "raw.txt"
+    raw.write_text("The union is strong.\n\nThe union is strong.\n\nA new paragraph here.\n"
+                   "Held out text.\n")
+    held = tmp_path / "held.txt"
+    held.write_text("held out text\n")
+    out = tmp_path / "pre.txt"
+    rep = prepare([raw], out, tokenizer="spacy", norm=Normalisation.ptb(), dedup=True,
+                  exclude=[held], no_split=True, show_progress=False)
+    assert out.read_text() == "the union is strong\na new paragraph here\n"
+    assert (rep.duplicates_removed, rep.excluded_removed) == (1, 1)

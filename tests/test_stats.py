@@ -1,0 +1,44 @@
+"""Rare-word statistics (Table 4) and UNK shares (Table 3), against hand-computed values."""
+from collections import Counter
+
+import pytest
+
+from conftest import write_corpus
+from lmlow.data import Corpus
+from lmlow.data.corpus import WordCounts
+from lmlow.data.stats import corpus_stats, coverage, rare_share, table4, unk_rule_shares
+
+
+def test_rare_share_counts_words_with_count_at_most_5():
+    c = Counter({"a": 10, "b": 5, "c": 1, "<unk>": 7})   # <unk> is not a word here
+    assert rare_share(c) == pytest.approx({"types_pct": 200 / 3, "tokens_pct": 600 / 16})
+
+
+def test_table4_train_in_pretrain():
+    train = WordCounts(Counter({"a": 10, "b": 5, "c": 1}), 3)
+    pre = WordCounts(Counter({"a": 100, "b": 2, "d": 50}), 9)   # c absent: count 0
+    row = table4(train, pre)
+    assert row["pretrain"] == pytest.approx({"types_pct": 100 / 3, "tokens_pct": 200 / 152})
+    assert row["train_in_pretrain"] == pytest.approx({"types_pct": 200 / 3, "tokens_pct": 600 / 16})
+
+
+def test_unk_rule_shares_use_training_counts():
+    train = Counter({"a": 3, "b": 1})
+    valid = Counter({"a": 2, "b": 1, "z": 1})
+    assert unk_rule_shares(valid, train, 0) == {"types_pct": 0.0, "tokens_pct": 0.0}
+    assert unk_rule_shares(valid, train, 1) == pytest.approx({"types_pct": 100 / 3, "tokens_pct": 25})
+    assert unk_rule_shares(valid, train, 2) == pytest.approx({"types_pct": 200 / 3, "tokens_pct": 50})
+
+
+def test_coverage():
+    cov = coverage(Counter({"a": 3, "b": 1, "c": 4}), {"a", "c", "x"})
+    assert cov == pytest.approx({"types_pct": 200 / 3, "tokens_pct": 87.5, "types": 2, "tokens": 7})
+
+
+def test_corpus_stats_shape(tmp_path):
+    root = write_corpus(tmp_path / "c", "a a b\nc <unk>\n", "a d\n", "b\n")
+    s = corpus_stats(Corpus(root, show_progress=False), embedding_words={"a", "d"})
+    assert s["sizes"]["train"] == {"lines": 2, "words": 5, "types": 4, "literal_unk": 1}
+    assert s["oov"]["valid"]["tokens_pct"] == 50.0
+    assert s["embedding_coverage"]["valid"]["tokens_pct"] == 100.0
+    assert s["embedding_only_words"] == 1
