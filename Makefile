@@ -12,10 +12,11 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml requirements.lock
+$(STAMP): setup.cfg pyproject.toml requirements.lock tools/build_glove.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH)"
 	$(PY) -m pip install --quiet -c requirements.lock -e ".[all]"
+	$(PY) tools/build_glove.py
 	@touch $@
 
 test: install

@@ -116,6 +116,41 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the K values of the UNK-rule table (default: 0,1,2,5)")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("embed", help="train in-domain GloVe vectors on text",
+                       description="Train GloVe word vectors (co-occurrence counts with 1/distance "
+                       "weighting in a symmetric window, weighted least squares with AdaGrad) on "
+                       "tokenised text read as corpora are read. Words seen fewer than "
+                       "--min-count times become <unk>, which gets its own trained vector. "
+                       "Writes GloVe text (--out) and a gensim file beside it (.kv).")
+    p.add_argument("texts", nargs="+", type=Path, metavar="TEXT",
+                   help="tokenised text files (e.g. from lmlow prepare --no-split), streamed")
+    p.add_argument("--out", type=Path, required=True, help="output vectors, GloVe text format")
+    p.add_argument("--dim", type=int, default=400,
+                   help="vector size (default: 400, the AWD-LSTM embedding size)")
+    p.add_argument("--window", type=int, default=10, help="symmetric context window (default: 10)")
+    p.add_argument("--min-count", type=int, default=5,
+                   help="words seen fewer times become <unk> (default: 5, as in GloVe)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="AdaGrad passes (default: the GloVe paper's 50 below 300 dimensions, "
+                   "100 otherwise; 15-25 give usable vectors in a fraction of the time)")
+    p.add_argument("--x-max", type=float, default=100.0,
+                   help="weighting cut-off x_max of f(x) (default: 100)")
+    p.add_argument("--alpha", type=float, default=0.75, help="weighting exponent (default: 0.75)")
+    p.add_argument("--learning-rate", type=float, default=0.05, help="AdaGrad rate (default: 0.05)")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (default: 0 = all cores)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.set_defaults(func=cmd_embed)
+
+    p = sub.add_parser("neighbours", aliases=["neighbors"], help="nearest neighbours of words",
+                       description="Print the nearest neighbours (cosine similarity) of each "
+                       "WORD in a vector file: a quick look at whether vectors make sense.")
+    p.add_argument("vectors", type=Path, help="vector file (GloVe/word2vec text, .bin, .kv)")
+    p.add_argument("words", nargs="+", metavar="WORD")
+    p.add_argument("-n", "--top", type=int, default=8, help="neighbours per word (default: 8)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_neighbours)
     return ap
 
 
@@ -244,6 +279,37 @@ def format_stats(s: dict) -> str:
                                                      for k, v in s["embedding_coverage"].items()]))
         out.append(f"\n{s['embedding_only_words']} embedding words do not occur in train")
     return "\n".join(out)
+
+
+def cmd_embed(args) -> None:
+    import resource
+
+    from lmlow.glove import GloveConfig, save_vectors, train_glove
+
+    for p in (args.out, args.out.with_suffix(".kv")):
+        if p.exists() and not args.force:
+            raise LmlowError(f"{p} exists; pass --force to overwrite it")
+    cfg = GloveConfig(args.dim, args.window, args.min_count, args.epochs, args.x_max,
+                      args.alpha, args.learning_rate, args.threads, args.seed)
+    kv, rep = train_glove(args.texts, cfg)
+    paths = save_vectors(kv, args.out, force=args.force)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{rep.vocabulary} words x {args.dim} dims from {rep.tokens} tokens "
+          f"({rep.cooccurrences} co-occurring pairs); counting {rep.seconds_counting:.0f}s, "
+          f"{cfg.resolved_epochs()} epochs {rep.seconds_training:.0f}s; peak memory {peak:.0f} MB")
+    print("wrote " + ", ".join(map(str, paths)))
+
+
+def cmd_neighbours(args) -> None:
+    from lmlow.embeddings import load_vectors, neighbours
+
+    kv = load_vectors(args.vectors)
+    result = {w: neighbours(kv, w, args.top) for w in args.words}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    for w, near in result.items():
+        print(f"{w}: " + (", ".join(f"{n} {s:.2f}" for n, s in near) if near else "(no vector)"))
 
 
 def main(argv: list[str] | None = None) -> int:

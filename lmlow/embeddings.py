@@ -108,3 +108,10 @@ def _check_duplicates(path: Path, kv, header: bool) -> None:
 def vector_words(path: Path) -> list[str]:
     """The words of a vector file, in file order."""
     return list(load_vectors(path).index_to_key)
+
+
+def neighbours(kv, word: str, top: int = 8) -> list[tuple[str, float]]:
+    """Nearest words by cosine similarity; empty if the word has no vector."""
+    if word not in kv.key_to_index:
+        return []
+    return [(w, float(s)) for w, s in kv.most_similar(word, topn=top)]

@@ -27,10 +27,19 @@ class _TokenBar:
             self.pending = 0
 
 
+def shown(enabled: bool = True) -> bool:
+    """Bars go to a terminal only: logs and CI output stay readable."""
+    return enabled and sys.stderr.isatty()
+
+
+def epochs_bar(iterable, desc: str, enabled: bool = True):
+    return tqdm(iterable, desc=desc, disable=not shown(enabled), leave=False, dynamic_ncols=True)
+
+
 @contextmanager
 def progress(desc: str, enabled: bool = True, total: int | None = None):
     """A token-counting progress bar for streaming work."""
-    show = enabled and sys.stderr.isatty()
+    show = shown(enabled)
     bar = tqdm(desc=desc, total=total, unit="tok", unit_scale=True, leave=False,
                dynamic_ncols=True) if show else None
     tb = _TokenBar(bar)
