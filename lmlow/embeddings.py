@@ -26,6 +26,8 @@ def detect_format(path: Path) -> str:
         return "word2vec-bin"
     with open_binary(path) as f:
         first = f.readline()
+    if not first:
+        raise LmlowError(f"{path}: empty file")
     if not first.strip():
         raise LmlowError(f"{path}:1: empty first line; expected a vector or a 'COUNT DIM' header")
     fields = decode_line(path, 1, first).split()

@@ -70,7 +70,7 @@ def _refuse_binary(path: Path, f) -> None:
 
 def decode_line(path: Path, lineno: int, raw: bytes) -> str:
     if b"\0" in raw:
-        raise LmlowError(f"{path}:{lineno}: binary data (NUL byte); expected UTF-8 text")
+        raise LmlowError(f"{path}:{lineno}: binary file (NUL byte); expected UTF-8 text")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:

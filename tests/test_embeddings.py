@@ -1,0 +1,56 @@
+"""Loading vectors in every format, with one-line errors; GloVe training that learns."""
+import re
+
+import numpy as np
+import pytest
+
+from lmlow.embeddings import detect_format, load_vectors, neighbours
+from lmlow.errors import LmlowError
+
+GLOVE = "the 0.1 0.2 0.3\nunion 0.4 0.5 0.6\nsenate -0.1 0.0 1e-3\n"
+
+
+def write(tmp_path, name, text):
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    return f
+
+
+def test_formats_load_the_same_vectors(tmp_path):
+    glove = load_vectors(write(tmp_path, "v.txt", GLOVE))
+    assert detect_format(tmp_path / "v.txt") == "glove"
+    assert glove.index_to_key == ["the", "union", "senate"]
+    np.testing.assert_allclose(glove["union"], [0.4, 0.5, 0.6], rtol=1e-6)
+    w2v = load_vectors(write(tmp_path, "w.txt", "3 3\n" + GLOVE))
+    assert detect_format(tmp_path / "w.txt") == "word2vec-text"
+    glove.save_word2vec_format(str(tmp_path / "b.bin"), binary=True)
+    glove.save(str(tmp_path / "g.kv"))
+    for kv in (w2v, load_vectors(tmp_path / "b.bin"), load_vectors(tmp_path / "g.kv")):
+        assert kv.index_to_key == glove.index_to_key
+        np.testing.assert_allclose(kv.vectors, glove.vectors, rtol=1e-6)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("the 0.1 0.2 0.3\nunion 0.4 0.5\n", "v.txt:2: 2 values for 'union', expected 3"),
+    ("the 0.1 0.2 0.3\nunion 0.4 zero 0.6\n", "v.txt:2: 'zero' is not a number"),
+    ("the 0.1 0.2 0.3\nunion 0.4 nan 0.6\n", "v.txt:2: vector of 'union' has NaN"),
+    ("the 0.1 0.2 0.3\nthe 0.4 0.5 0.6\n", "v.txt:2: duplicate word 'the'"),
+    ("", "v.txt: empty file"),
+])
+def test_malformed_files_name_file_and_line(tmp_path, text, message):
+    f = write(tmp_path, "v.txt", text)
+    with pytest.raises(LmlowError, match=re.escape(message)):
+        load_vectors(f)
+
+
+def test_binary_garbage_is_refused(tmp_path):
+    f = tmp_path / "v.txt"
+    f.write_bytes(b"\x00\x01\x02garbage")
+    with pytest.raises(LmlowError, match="binary file"):
+        load_vectors(f)
+
+
+def test_neighbours(tmp_path):
+    kv = load_vectors(write(tmp_path, "v.txt", GLOVE))
+    assert neighbours(kv, "the", 1)[0][0] == "union"
+    assert neighbours(kv, "absent") == []
