@@ -25,24 +25,44 @@ from pathlib import Path
 import lxml.etree
 import lxml.html
 
-# Debian bookworm packages with the Sphinx docs of Python libraries, chosen for size and prose
-# (user guides and tutorials rather than bare API listings). About 13M words together.
+# Debian bookworm packages with the (mostly Sphinx) docs of Python libraries. Library docs are
+# API-heavy, so it takes about 70 of them, the largest in prose found, to pass 10M words of
+# prose (about 10.5M with the extraction below). Not python3.11-doc: that is the target corpus.
 LIBRARY_DOC_PACKAGES = [
+    # science and data
     "python-pandas-doc", "python-statsmodels-doc", "python-scipy-doc", "python-astropy-doc",
     "python-sklearn-doc", "python-sympy-doc", "python-skimage-doc", "python-dask-doc",
-    "python-distributed-doc", "python-xarray-doc", "python-sqlalchemy-doc", "python-django-doc",
-    "python-djangorestframework-doc", "twisted-doc", "numba-doc", "python-celery-doc",
-    "python-kombu-doc", "python-tables-doc", "python-pytest-doc", "python-hypothesis-doc",
-    "python-tornado-doc", "python-gevent-doc", "python-lxml-doc", "python-scrapy-doc",
-    "python-ipython-doc", "python-ipyparallel-doc", "python-mpmath-doc", "python-pyparsing-doc",
-    "python-cryptography-doc", "python-flask-doc", "python-werkzeug-doc", "python-jinja2-doc",
-    "python-pygments-doc", "python-setuptools-doc", "python-aiohttp-doc", "python-h5py-doc",
-    "sphinx-doc", "python-biopython-doc",
+    "python-distributed-doc", "python-xarray-doc", "numba-doc", "python-tables-doc",
+    "python-h5py-doc", "python-mpmath-doc", "python-nibabel-doc", "python-nipy-doc",
+    "python-nipype-doc", "python-mdanalysis-doc", "python-pymatgen-doc", "python-ase-doc",
+    "python-qutip-doc", "python-brian-doc", "python-astroquery-doc", "python-fluids-doc",
+    "python-silx-doc", "python-skbio-doc", "python-biopython-doc", "python-escript-doc",
+    "python-sfepy-doc", "python-pyfai-doc", "python-pil-doc",
+    # web, databases, networking
+    "python-sqlalchemy-doc", "python-django-doc", "python-djangorestframework-doc",
+    "twisted-doc", "python-celery-doc", "python-kombu-doc", "python-tornado-doc",
+    "python-gevent-doc", "python-scrapy-doc", "python-flask-doc", "python-werkzeug-doc",
+    "python-jinja2-doc", "python-aiohttp-doc", "python-cryptography-doc", "python-pymongo-doc",
+    "python-peewee-doc", "python-openstacksdk-doc", "python-openstackclient-doc",
+    "python-slixmpp-doc", "python3-aioxmpp-doc", "python-discord-doc",
+    "python3-python-telegram-bot-doc", "python-taurus-doc",
+    # developer tools and file formats
+    "python-pytest-doc", "python-hypothesis-doc", "python-ipython-doc", "python-ipyparallel-doc",
+    "python-pyparsing-doc", "python-pygments-doc", "python-setuptools-doc", "sphinx-doc",
+    "docutils-doc", "python-lxml-doc", "cython-doc", "pylint-doc", "xonsh-doc",
+    "python-ezdxf-doc", "python-pygame-doc", "python-fonttools-doc",
 ]
 
-# Path components (directory or file names, fnmatch patterns) that are not prose pages.
+# Path components (directory or file names, fnmatch patterns) that are not prose pages: source
+# listings, indexes, search pages (Sphinx), and pydoctor's index pages (Twisted's API docs).
 DEFAULT_SKIP = ("_modules", "_sources", "_static", "_images", "_downloads",
-                "genindex*", "*modindex*", "search.html", "searchindex*")
+                "genindex*", "*modindex*", "search.html", "searchindex*",
+                "nameIndex.html", "classIndex.html", "moduleIndex.html", "undoccedSummary.html",
+                "all-documents.html")
+
+# More to skip in some packages: setuptools ships a copy of CPython's distutils docs, which are
+# part of python3.11-doc (the target corpus), so pretraining on them would leak it.
+PACKAGE_SKIP = {"python-setuptools-doc": ("distutils",)}
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz", ".htm.gz")
 
@@ -60,13 +80,15 @@ MAIN_XPATHS = (
 
 
 def _has_class(*names: str) -> str:
-    return " or ".join(f"contains(concat(' ', normalize-space(@class), ' '), ' {n} ')" for n in names)
+    """XPath test: the element has one of these classes (XPath 1.0 has no class selector)."""
+    return " or ".join(f"contains(concat(' ', normalize-space(@class), ' '), ' {n} ')"
+                       for n in names)
 
 
 # Elements inside the main text that are not prose: dropped with their content (not their tail).
 DROP_XPATH = " | ".join("." + x for x in [
-    "//script", "//style", "//noscript", "//template", "//nav", "//footer", "//form", "//button",
-    "//select", "//svg", "//pre", "//table", "//dt", "//math",
+    "//script", "//style", "//noscript", "//template", "//nav", "//footer", "//address", "//form",
+    "//button", "//select", "//svg", "//pre", "//table", "//dt", "//math",
     "//header[not(.//h1 or .//h2 or .//h3)]",
     "//*[@role='navigation' or @role='search' or @role='banner' or @role='contentinfo']",
     "//*[starts-with(@class, 'highlight') or contains(@class, ' highlight')]",  # code blocks
@@ -75,18 +97,19 @@ DROP_XPATH = " | ".join("." + x for x in [
         "headerlink", "doctest", "linenos", "lineno", "toctree-wrapper", "contents",
         "sphinxsidebar", "related", "nav", "prev-next-area", "rst-footer-buttons",
         "bd-sidebar-primary", "bd-sidebar-secondary", "bd-header-article", "copybtn",
-        "viewcode-link", "sphx-glr-footer", "sphx-glr-download", "sphx-glr-timing",
-        "sphx-glr-script-out", "sphx-glr-thumbnails", "sphx-glr-thumbcontainer",
+        "viewcode-link", "sphx-glr-footer", "sphx-glr-download", "sphx-glr-download-link-note",
+        "sphx-glr-timing", "sphx-glr-signature", "sphx-glr-script-out", "sphx-glr-thumbnails",
+        "sphx-glr-thumbcontainer",
+        "navbar", "sidemenu", "menu", "banner", "deck",  # DRF's navbar, lxml's menu, Celery
+        "functionHeader", "extrasDocstring",  # pydoctor's signatures
     ) + "]",
+    "//*[@id='search-results-container' or @id='current-docs-container']",  # pydoctor's search help
 ])
 
-# Elements that end a paragraph. Text is emitted only for runs whose nearest block is one of
-# PROSE_BLOCKS (so the text of e.g. <dt> signatures or <caption> never becomes a paragraph).
+# Elements that start and end a paragraph; any other element (a, code, em, span...) is inline.
 BLOCK_TAGS = frozenset("""p li dd dt h1 h2 h3 h4 h5 h6 blockquote div section article aside main
     body ul ol dl table tr td th thead tbody caption pre figure figcaption header footer nav
     form details summary hr address center fieldset""".split())
-PROSE_BLOCKS = frozenset("""p li dd h1 h2 h3 h4 h5 h6 blockquote div section article aside main
-    body figcaption details summary""".split())
 
 MIN_WORDS = 3
 
@@ -104,18 +127,20 @@ def _find_deb(pkg: str, deb_dir: Path) -> Path | None:
 
 
 def _fetch_deb(pkg: str, deb_dir: Path) -> Path | None:
-    """The package's .deb, downloaded with apt-get unless cached; None (and a warning) on failure."""
+    """The package's .deb, downloaded unless cached; None (with a warning) on failure."""
     deb = _find_deb(pkg, deb_dir)
     if deb is not None:
         return deb
     try:
-        r = subprocess.run(["apt-get", "download", pkg], cwd=deb_dir, capture_output=True, text=True)
+        r = subprocess.run(["apt-get", "download", pkg], cwd=deb_dir, capture_output=True,
+                           text=True)
     except FileNotFoundError:
         _warn(f"{pkg}: apt-get not found (this needs a Debian-like system); skipped")
         return None
     deb = _find_deb(pkg, deb_dir)
     if r.returncode != 0 or deb is None:
-        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("E:")] or r.stderr.splitlines()
+        lines = r.stderr.splitlines()
+        errors = [ln for ln in lines if ln.startswith("E:")] or lines
         _warn(f"{pkg}: apt-get download failed ({errors[-1] if errors else r.returncode}); skipped")
         return None
     return deb
@@ -142,7 +167,7 @@ def download(packages, cache_dir) -> dict[str, Path]:
 
 
 def _unpack(deb: Path, root: Path) -> bool:
-    """``dpkg -x`` into a scratch folder renamed at the end, so a half-unpacked root never exists."""
+    """``dpkg -x`` into a scratch folder renamed at the end: no half-unpacked root is ever kept."""
     partial = root.with_name(root.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.parent.mkdir(parents=True, exist_ok=True)
@@ -174,6 +199,13 @@ def _parse(html_bytes: bytes):
         return None
 
 
+def _is_not_prose(doc) -> bool:
+    """A stub left where a page moved ("The page has been moved to this page"), or a Doxygen
+    page (the C++ API of python-escript-doc: signatures and source listings)."""
+    return bool(doc.xpath("//meta[translate(@http-equiv, 'REFSH', 'refsh')='refresh'] | "
+                          "//meta[@name='generator'][starts-with(@content, 'Doxygen')]"))
+
+
 def _main_element(doc):
     for xpath in MAIN_XPATHS:
         found = doc.xpath(xpath)
@@ -189,49 +221,52 @@ def _drop_non_prose(main) -> None:
             el.drop_tree()
 
 
-def _paragraphs(el, out: list[str], buf: list[str], prose: bool) -> None:
-    """Collect inline text into buf; at every block boundary, flush buf as one paragraph."""
+def _paragraphs(el, out: list[str], buf: list[str]) -> None:
+    """Collect inline text into buf; at every block boundary, flush buf as one paragraph.
+
+    So a <li> or <dd> holding nested lists or paragraphs gives its own text and then theirs.
+    """
     if not isinstance(el.tag, str):  # comment or processing instruction
         return
-    tag = el.tag.lower()
-    if tag in BLOCK_TAGS:
-        _flush(buf, out, prose)
-        prose = tag in PROSE_BLOCKS
-    elif tag == "br":
+    block = el.tag.lower() in BLOCK_TAGS
+    if block:
+        _flush(buf, out)
+    elif el.tag.lower() == "br":
         buf.append(" ")
     if el.text:
         buf.append(el.text)
     for child in el:
-        _paragraphs(child, out, buf, prose)
+        _paragraphs(child, out, buf)
         if child.tail:
             buf.append(child.tail)
-    if tag in BLOCK_TAGS:
-        _flush(buf, out, prose)
+    if block:
+        _flush(buf, out)
 
 
-def _flush(buf: list[str], out: list[str], prose: bool) -> None:
-    text = " ".join("".join(buf).replace("¶", " ").split())
+def _flush(buf: list[str], out: list[str]) -> None:
+    words = "".join(buf).replace("¶", " ").split()
     buf.clear()
-    if prose and len(text.split()) >= MIN_WORDS:
-        out.append(text)
+    if len(words) >= MIN_WORDS:
+        out.append(" ".join(words))
 
 
 def extract_page(html_bytes: bytes) -> list[str]:
     """The main text of a (Sphinx) HTML page as paragraphs, each one line of collapsed whitespace.
 
-    Paragraphs are the text runs of prose blocks (p, li, dd, headings, blockquote, ...), split
-    wherever a nested block starts or ends; inline markup such as <code> stays in the sentence.
+    The main element is found by MAIN_XPATHS and cleaned of DROP_XPATH (code, navigation, tables,
+    <dt> signatures, headerlinks); what is left is split into paragraphs wherever a block (p, li,
+    dd, heading, div...) starts or ends, so inline markup such as <code> stays in its sentence.
     Runs of fewer than MIN_WORDS words (admonition titles, rubrics) are left out.
     """
     doc = _parse(html_bytes)
-    if doc is None:
+    if doc is None or _is_not_prose(doc):
         return []
     main = _main_element(doc)
     _drop_non_prose(main)
     out: list[str] = []
     buf: list[str] = []
-    _paragraphs(main, out, buf, True)
-    _flush(buf, out, True)
+    _paragraphs(main, out, buf)
+    _flush(buf, out)
     return out
 
 
@@ -286,20 +321,30 @@ def _page_text(src: Path, dst: Path, force: bool) -> list[str]:
 
 
 def extract_tree(root, out_dir, *, skip=DEFAULT_SKIP, force=False) -> tuple[int, int, int]:
-    """Write every page under root as ``out_dir/<relative path>.txt``; return (pages, paragraphs, words).
+    """Write each page under root as ``out_dir/<its path>.txt``; return (pages, paragraphs, words).
 
-    Pages with no paragraph get no file and are not counted. Deterministic (sorted walk).
+    Pages with no paragraph get no file and are not counted. Deterministic (sorted walk); .txt
+    files left in out_dir by an earlier run that no page gives now are removed.
     """
     root, out_dir = Path(root), Path(out_dir)
     pages = paragraphs = words = 0
+    written = set()
     for rel in html_pages(root, skip):
         dst = out_dir / rel.parent / _txt_name(rel.name)
         lines = _page_text(root / rel, dst, force)
         if lines:
+            written.add(dst)
             pages += 1
             paragraphs += len(lines)
             words += sum(len(line.split()) for line in lines)
+    _remove_stale(out_dir, written)
     return pages, paragraphs, words
+
+
+def _remove_stale(out_dir: Path, keep: set) -> None:
+    for path in out_dir.rglob("*.txt"):
+        if path not in keep:
+            path.unlink()
 
 
 # --------------------------------------------------------------------------- command line
@@ -307,15 +352,17 @@ def extract_tree(root, out_dir, *, skip=DEFAULT_SKIP, force=False) -> tuple[int,
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
-        epilog="example: %(prog)s python3.11-doc --cache /work/cache/debdocs "
-               "--out /work/cache/raw/python311 --html-subdir usr/share/doc/python3.11/html")
+        epilog="example: %(prog)s python3.11-doc --cache cache/debdocs --out raw/python311 "
+               "--html-subdir usr/share/doc/python3.11/html. Exits 1 when no package could be "
+               "fetched.")
     ap.add_argument("packages", nargs="*", metavar="PKG",
                     help="Debian package names (e.g. python3.11-doc python-django-doc)")
     ap.add_argument("--library-docs", action="store_true",
                     help=f"also process LIBRARY_DOC_PACKAGES, the {len(LIBRARY_DOC_PACKAGES)} "
                          "Python library doc packages of the pretraining corpus")
     ap.add_argument("--cache", type=Path, required=True,
-                    help="cache folder: .deb files go to CACHE/debs, unpacked packages to CACHE/root/PKG")
+                    help="cache folder: .deb files go to CACHE/debs, unpacked packages to "
+                         "CACHE/root/PKG")
     ap.add_argument("--out", type=Path, required=True,
                     help="output folder: each package's pages are written as OUT/PKG/<path>.txt")
     ap.add_argument("--html-subdir", default="", metavar="PATH",
@@ -325,25 +372,28 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true",
                     help="parse every page again even when its .txt is newer than its HTML")
     args = ap.parse_args(argv)
-    packages = list(dict.fromkeys(args.packages + (LIBRARY_DOC_PACKAGES if args.library_docs else [])))
+    packages = args.packages + (LIBRARY_DOC_PACKAGES if args.library_docs else [])
+    packages = list(dict.fromkeys(packages))  # without repeats, in order
     if not packages:
         ap.error("no package given (name some PKG or use --library-docs)")
 
     totals = [0, 0, 0]
     start = time.time()
-    for pkg, root in download(packages, args.cache).items():
+    roots = download(packages, args.cache)
+    for pkg, root in roots.items():
         src = root / args.html_subdir
         if not src.is_dir():
             _warn(f"{pkg}: no folder {args.html_subdir} in the package; skipped")
             continue
         t0 = time.time()
-        counts = extract_tree(src, args.out / pkg, force=args.force)
+        skip = DEFAULT_SKIP + PACKAGE_SKIP.get(pkg, ())
+        counts = extract_tree(src, args.out / pkg, skip=skip, force=args.force)
         totals = [t + c for t, c in zip(totals, counts)]
         print(f"{pkg}: {counts[0]} pages, {counts[1]} paragraphs, {counts[2]} words "
               f"({time.time() - t0:.0f}s)", flush=True)
     print(f"total: {totals[0]} pages, {totals[1]} paragraphs, {totals[2]} words "
           f"({time.time() - start:.0f}s)")
-    return 0
+    return 0 if roots else 1
 
 
 if __name__ == "__main__":

@@ -2,4 +2,14 @@
 from lmlow.errors import LmlowError
 
 __version__ = "0.1.0"
-__all__ = ["LmlowError", "__version__"]
+__all__ = ["LmlowError", "__version__", "load", "Config"]
+
+
+def __getattr__(name):  # torch is imported only when a model is needed
+    if name == "load":
+        from lmlow.runs import load
+        return load
+    if name == "Config":
+        from lmlow.config import Config
+        return Config
+    raise AttributeError(name)

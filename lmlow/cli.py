@@ -151,7 +151,78 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--top", type=int, default=8, help="neighbours per word (default: 8)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_neighbours)
+
+    p = sub.add_parser("train", help="train an AWD-LSTM language model into a run folder",
+                       description="Train an AWD-LSTM on CORPUS into --out RUN_DIR (config.json, "
+                       "vocab.txt, metrics.jsonl, best.pt, last.pt). Settings come from the "
+                       "defaults (Merity et al.'s PTB model), then --preset, then --config FILE "
+                       "(TOML or JSON with the names below, underscores for dashes), then flags. "
+                       "Example: lmlow train data/ptb --out runs/ours --preset small --tie no "
+                       "--freeze-input --init glove,unigram --embeddings vectors.txt")
+    p.add_argument("corpus", nargs="?", type=Path, help="corpus folder (not needed with --resume)")
+    p.add_argument("--out", type=Path, help="run folder to create")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                   help="continue a stopped run from RUN_DIR/last.pt (budget flags may be raised)")
+    p.add_argument("--config", type=Path, metavar="FILE", help="settings file (.toml or .json)")
+    p.add_argument("--preset", choices=["paper", "small", "tiny"],
+                   help="paper: Merity et al.'s PTB model (3x1150, for a GPU); small: 2x650 with "
+                   "Adam, useful in minutes on 2 CPU cores (lmlow's recommendation there); tiny: "
+                   "seconds, for tests")
+    p.add_argument("--force", action="store_true", help="start over in a non-empty --out folder")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    _add_config_args(p)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("eval", help="perplexity of a run on a split (incl./excl. <unk>, by frequency)",
+                       description="Perplexity of RUN_DIR's best model on a split: every token "
+                       "scored once (the first from a start-of-text <eos>), <eos> counted, "
+                       "including and excluding <unk> targets, and by training frequency of the "
+                       "target (unseen, 1, 2-5, 6-20, 21-100, >100).")
+    p.add_argument("run_dir", type=Path, help="run folder")
+    p.add_argument("--split", default="valid", choices=["train", "valid", "test"])
+    p.add_argument("--corpus", type=Path, help="evaluate on another corpus folder (same vocabulary)")
+    p.add_argument("--reset-lines", action="store_true",
+                   help="start every line from a fresh state, as an n-gram model does")
+    p.add_argument("--batch-size", type=int, help="evaluation batch size (does not change results)")
+    p.add_argument("--checkpoint", default="best", choices=["best", "last"])
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("score", help="per-word log-probabilities of the sentences of a file",
+                       description="Score every line of FILE (tokenised like the corpus) as a "
+                       "sentence from a fresh state, like KenLM's full_scores: one JSON object "
+                       "per line with the words (and </s> as <eos>), natural-log and log10 "
+                       "probabilities, OOV flags and totals.")
+    p.add_argument("run_dir", type=Path, help="run folder")
+    p.add_argument("file", type=Path, help="text file, one sentence per line")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.set_defaults(func=cmd_score)
     return ap
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    """One flag per Config field: the dataclass is the single source of truth."""
+    from dataclasses import fields
+
+    from lmlow.config import Config
+
+    g = p.add_argument_group("settings (default: Merity et al.'s PTB values; presets change some)")
+    types = {"embeddings": str, "out_size": int}
+    for f in fields(Config):
+        if f.name in ("corpus", "preset"):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = "none" if f.default is None else (",".join(f.default) if isinstance(f.default, tuple) else f.default)
+        help_ = f"{f.metadata['help']} (default: {default})"
+        if f.name == "tie":
+            g.add_argument(flag, choices=["yes", "no"], default=None, help=help_)
+        elif isinstance(f.default, bool):
+            g.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_)
+        elif f.name == "init":
+            g.add_argument(flag, default=None, metavar="LIST", help=help_ + "; comma-separated")
+        else:
+            g.add_argument(flag, type=types.get(f.name, type(f.default)), default=None, help=help_)
 
 
 def _version() -> str:
@@ -310,6 +381,81 @@ def cmd_neighbours(args) -> None:
         return
     for w, near in result.items():
         print(f"{w}: " + (", ".join(f"{n} {s:.2f}" for n, s in near) if near else "(no vector)"))
+
+
+def _settings(args) -> dict:
+    from dataclasses import fields
+
+    from lmlow.config import Config
+
+    out = {}
+    for f in fields(Config):
+        if f.name in ("corpus", "preset"):
+            continue
+        v = getattr(args, f.name, None)
+        if v is not None:
+            out[f.name] = (v == "yes") if f.name == "tie" else v
+    return out
+
+
+def cmd_train(args) -> None:
+    from lmlow.config import build_config
+    from lmlow.train import resume, train
+
+    settings = _settings(args)
+    if args.resume:
+        budget = {k: settings.pop(k, None) for k in ("max_epochs", "max_time", "max_steps")}
+        if settings or args.corpus or args.out or args.config or args.preset:
+            raise LmlowError("--resume continues a run as configured; only --max-epochs, "
+                             "--max-time and --max-steps may be given with it")
+        summary = resume(args.resume, quiet=args.quiet, **budget)
+    else:
+        if args.out is None:
+            raise LmlowError("give --out RUN_DIR (or --resume RUN_DIR)")
+        if args.corpus is not None:
+            settings["corpus"] = str(args.corpus)
+        cfg = build_config(args.preset, args.config, **settings)
+        if not cfg.corpus:
+            raise LmlowError("give a CORPUS folder (or corpus in --config)")
+        summary = train(cfg, args.out, force=args.force, quiet=args.quiet)
+    if not args.quiet:
+        ppl = summary["best_valid_ppl"]
+        print(f"done: {summary['epochs']} epochs, {summary['steps']} updates, "
+              f"{summary['train_seconds']:.0f}s; best valid ppl "
+              f"{'n/a' if ppl is None else f'{ppl:.2f}'} -> {summary['run_dir']}/best.pt")
+
+
+def cmd_eval(args) -> None:
+    from lmlow.runs import load
+    from lmlow.tables import markdown
+
+    run = load(args.run_dir, checkpoint=args.checkpoint, device=args.device)
+    ev = run.evaluate(args.split, args.corpus, reset_lines=args.reset_lines,
+                      batch_size=args.batch_size)
+    if args.json:
+        print(json.dumps(ev.to_dict()))
+        return
+    print(f"{args.run_dir} on {args.split}: perplexity {ev.perplexity:.2f} "
+          f"({ev.perplexity_excluding_unk:.2f} excluding <unk>); {ev.tokens} tokens, "
+          f"{ev.unk_tokens} <unk> targets ({ev.oov_tokens} out of vocabulary)"
+          + ("; lines scored independently" if args.reset_lines else ""))
+    print(markdown(["training frequency", "tokens", "perplexity"],
+                   [[b["bin"], b["tokens"], b["perplexity"]] for b in ev.bins], digits=4))
+
+
+def cmd_score(args) -> None:
+    from lmlow.data.textio import iter_lines
+    from lmlow.runs import LN10, load
+
+    run = load(args.run_dir, device=args.device)
+    for lineno, tokens in iter_lines(args.file):
+        scored = run.score(tokens)
+        ln = [p for _, p, _ in scored]
+        print(json.dumps({"line": lineno, "words": [w for w, _, _ in scored],
+                          "logprob": [round(p, 6) for p in ln],
+                          "log10prob": [round(p / LN10, 6) for p in ln],
+                          "oov": [o for _, _, o in scored], "total_logprob": round(sum(ln), 6),
+                          "total_log10prob": round(sum(ln) / LN10, 6)}))
 
 
 def main(argv: list[str] | None = None) -> int:

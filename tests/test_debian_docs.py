@@ -1,4 +1,4 @@
-"""data_scripts/debian_docs.py: the prose of a Sphinx page is kept, its code and navigation are not."""
+"""data_scripts/debian_docs.py: a Sphinx page's prose is kept, its code and navigation are not."""
 import gzip
 import importlib.util
 from pathlib import Path
@@ -17,18 +17,23 @@ PAGE = """<!DOCTYPE html>
 <script>var navigation = "script text is not prose at all";</script>
 <style>body { font-family: sans-serif serif monospace; }</style></head>
 <body>
-<div class="related" role="navigation"><ul><li><a href="index.html">Python Standard Library index page</a></li></ul></div>
+<div class="related" role="navigation"><ul>
+<li><a href="index.html">Python Standard Library index page</a></li></ul></div>
 <div class="document"><div class="documentwrapper"><div class="bodywrapper">
 <div class="body" role="main">
 <section id="module-shlex">
 <h1>shlex — Simple lexical analysis<a class="headerlink" href="#module-shlex">¶</a></h1>
 <p>The <code class="docutils literal"><span class="pre">shlex</span></code> class makes it easy
    to write lexical analyzers.</p>
-<div class="toctree-wrapper compound"><ul><li><a href="a.html">Table of contents entry one</a></li></ul></div>
-<div class="highlight-python3 notranslate"><div class="highlight"><pre>import shlex; shlex.split("a b c d")</pre></div></div>
-<div class="doctest highlight-default"><div class="highlight"><pre>&gt;&gt;&gt; print(shlex.join(["x", "y z"]))</pre></div></div>
+<div class="toctree-wrapper compound"><ul>
+<li><a href="a.html">Table of contents entry one</a></li></ul></div>
+<div class="highlight-python3 notranslate"><div class="highlight">
+<pre>import shlex; shlex.split("a b c d")</pre></div></div>
+<div class="doctest highlight-default"><div class="highlight">
+<pre>&gt;&gt;&gt; print(shlex.join(["x", "y z"]))</pre></div></div>
 <dl class="py function">
-<dt class="sig sig-object py" id="shlex.split">shlex.split(s, comments=False, posix=True)<a class="headerlink" href="#shlex.split">¶</a></dt>
+<dt class="sig sig-object py" id="shlex.split">shlex.split(s, comments=False, posix=True)
+<a class="headerlink" href="#shlex.split">¶</a></dt>
 <dd><p>Split the string <em>s</em> using shell-like syntax.</p>
 <div class="admonition note"><p class="admonition-title">Note</p>
 <p>Passing <code>None</code> for <em>s</em> is deprecated.</p></div></dd></dl>
@@ -73,8 +78,9 @@ def test_inline_code_stays_in_its_sentence(paragraphs):
 
 
 def test_page_without_sphinx_markup_falls_back_to_body():
-    html = b"<html><body><h2>Old style page title here</h2>Some loose text<br>on two lines.</body></html>"
-    assert debian_docs.extract_page(html) == ["Old style page title here", "Some loose text on two lines."]
+    html = b"<html><body><h2>Old style page title here</h2>Some loose text<br>on two lines.</body>"
+    assert debian_docs.extract_page(html) == ["Old style page title here",
+                                              "Some loose text on two lines."]
 
 
 def test_empty_or_broken_input_gives_no_paragraph():
@@ -90,6 +96,7 @@ def test_extract_tree_skips_non_pages_and_is_idempotent(tmp_path):
     (root / "whatsnew.html.gz").write_bytes(gzip.compress(PAGE.encode("utf-8")))
     for skipped in ("genindex.html", "py-modindex.html", "search.html", "_sources/shlex.html"):
         (root / skipped).write_text(PAGE, encoding="utf-8")
+    (root / "same-page.html").symlink_to(root / "library" / "shlex.html")  # not a page of its own
     first = debian_docs.extract_tree(root, out)
     assert first == (2, 14, 2 * 47)
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
@@ -98,3 +105,19 @@ def test_extract_tree_skips_non_pages_and_is_idempotent(tmp_path):
         "The shlex class makes it easy to write lexical analyzers."
     assert debian_docs.extract_tree(root, out) == first
     assert debian_docs.extract_tree(root, out, force=True) == first
+    (root / "whatsnew.html.gz").unlink()
+    assert debian_docs.extract_tree(root, out)[0] == 1
+    assert not (out / "whatsnew.txt").exists()
+
+
+def test_redirect_stub_gives_no_paragraph():
+    html = (b'<html><head><meta http-equiv="refresh" content="0;URL=new.html"/></head>'
+            b'<body><p>The page has been moved to <a href="new.html">this page</a></p></body>')
+    assert debian_docs.extract_page(html) == []
+
+
+def test_download_keeps_unpacked_packages_and_warns_on_missing_ones(tmp_path, capsys):
+    (tmp_path / "root" / "already-unpacked-doc").mkdir(parents=True)
+    roots = debian_docs.download(["already-unpacked-doc", "no-such-package-lmlow-doc"], tmp_path)
+    assert roots == {"already-unpacked-doc": tmp_path / "root" / "already-unpacked-doc"}
+    assert "no-such-package-lmlow-doc" in capsys.readouterr().err

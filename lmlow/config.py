@@ -1,0 +1,244 @@
+"""The one configuration of a training run: the CLI, TOML config files and checkpoints all
+read and write this dataclass, so a run folder's ``config.json`` is the run.
+
+Embedding configurations (Kummerfeld et al. 2020, Table 1): ``tie`` shares one matrix between
+input and output; ``freeze_input``/``freeze_output`` keep a matrix fixed (for a tied model both
+name the shared matrix); ``init`` lists ``glove`` (input from pretrained vectors),
+``glove-output`` (output from the same vectors), ``unigram`` (output bias = log unigram
+distribution) or ``random``. Freezing the output weights never freezes the output bias, unless
+``freeze_output_bias`` says so.
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+
+from lmlow.errors import LmlowError
+
+INIT_CHOICES = ("glove", "glove-output", "unigram", "random")
+
+
+def _f(default, help: str, **kw):
+    return field(default=default, metadata={"help": help, **kw})
+
+
+@dataclass
+class Config:
+    # data
+    corpus: str = _f("", "corpus folder with train/valid/test.txt")
+    unk_threshold: int = _f(0, "UNK rule: words with training count below K become <unk>")
+    embeddings: str | None = _f(None, "pretrained vectors (GloVe text, word2vec text/.bin, gensim .kv)")
+    extend_vocab: bool = _f(False, "add the embedding words to the vocabulary (count 0; K=0 only)")
+    # embedding configuration
+    tie: bool = _f(True, "share one matrix between input and output embeddings")
+    freeze_input: bool = _f(False, "keep the input embeddings fixed")
+    freeze_output: bool = _f(False, "keep the output embeddings fixed (not the bias)")
+    freeze_output_bias: bool = _f(False, "keep the output bias fixed too")
+    init: tuple[str, ...] = _f(("random",), "initialisation: glove, glove-output, unigram, random")
+    # model
+    emb_size: int = _f(400, "input embedding size (the vectors' size when --init glove)")
+    out_size: int | None = _f(None, "output embedding size (default: emb size)")
+    hidden_size: int = _f(1150, "LSTM hidden size of all but the last layer")
+    layers: int = _f(3, "number of LSTM layers")
+    dropout: float = _f(0.4, "locked dropout on the LSTM output")
+    dropouth: float = _f(0.3, "locked dropout between LSTM layers")
+    dropouti: float = _f(0.65, "locked dropout on the input embeddings")
+    dropoute: float = _f(0.1, "embedding dropout (whole words)")
+    wdrop: float = _f(0.5, "weight drop (DropConnect) on hidden-to-hidden weights")
+    # optimisation
+    optimizer: str = _f("sgd", "sgd (with NT-ASGD), adam or adamw")
+    lr: float = _f(30.0, "learning rate")
+    schedule: str = _f("none", "learning-rate schedule: none, step, plateau")
+    warmup_steps: int = _f(0, "linear warm-up over this many updates")
+    step_size: int = _f(1, "step schedule: epochs between decays")
+    gamma: float = _f(0.5, "step/plateau schedule: decay factor")
+    nonmono: int = _f(5, "NT-ASGD: switch to averaging after this many epochs without improvement")
+    asgd: bool = _f(True, "sgd: switch to averaged SGD when validation stalls (NT-ASGD)")
+    clip: float = _f(0.25, "gradient norm clipping")
+    wdecay: float = _f(1.2e-6, "weight decay")
+    alpha: float = _f(2.0, "AR: activation regularisation weight")
+    beta: float = _f(1.0, "TAR: temporal activation regularisation weight")
+    label_smoothing: float = _f(0.0, "label smoothing epsilon")
+    smoothing_prior: str = _f("uniform", "label smoothing prior: uniform or unigram")
+    batch_size: int = _f(80, "training batch size")
+    bptt: int = _f(70, "mean BPTT length (varied per batch, as in AWD-LSTM)")
+    eval_batch_size: int = _f(10, "evaluation batch size")
+    # budget and run
+    max_epochs: int = _f(750, "stop after this many epochs (0: save the untrained model)")
+    max_time: float = _f(0.0, "stop after this many minutes of training (0: no limit)")
+    max_steps: int = _f(0, "stop after this many updates (0: no limit); --resume continues")
+    patience: int = _f(0, "early stopping: epochs without improvement (0: off)")
+    eval_every: int = _f(0, "also evaluate every N updates within an epoch (0: per epoch only)")
+    seed: int = _f(1, "random seed")
+    device: str = _f("auto", "auto, cpu or cuda")
+    threads: int = _f(0, "CPU threads (0: all cores)")
+    preset: str | None = _f(None, "the preset the defaults came from")
+
+    def __post_init__(self):
+        if isinstance(self.init, str):
+            self.init = tuple(x.strip() for x in self.init.split(",") if x.strip())
+        else:
+            self.init = tuple(self.init)
+
+    # ---- derived
+    @property
+    def pretrained_input(self) -> bool:
+        return "glove" in self.init
+
+    @property
+    def pretrained_output(self) -> bool:
+        return "glove-output" in self.init or (self.tie and self.pretrained_input)
+
+    @property
+    def unigram_bias(self) -> bool:
+        return "unigram" in self.init
+
+    def validate(self) -> "Config":
+        """Refuse invalid combinations with a one-line reason."""
+        bad = [x for x in self.init if x not in INIT_CHOICES]
+        if bad:
+            raise LmlowError(f"--init: unknown {bad[0]!r}; choose from {', '.join(INIT_CHOICES)}")
+        if "random" in self.init and ({"glove", "glove-output"} & set(self.init)):
+            raise LmlowError("--init: 'random' contradicts 'glove'/'glove-output'")
+        if (self.pretrained_input or "glove-output" in self.init) and not self.embeddings:
+            raise LmlowError("--init glove/glove-output needs --embeddings FILE")
+        if self.tie and "glove-output" in self.init and "glove" not in self.init:
+            raise LmlowError("a tied model has one matrix: pretrained output means pretrained "
+                             "input too (use --init glove, or --tie no)")
+        if self.tie and self.out_size not in (None, self.emb_size):
+            raise LmlowError("a tied model needs --out-size equal to --emb-size")
+        if self.extend_vocab and not self.embeddings:
+            raise LmlowError("--extend-vocab needs --embeddings FILE")
+        for name in ("dropout", "dropouth", "dropouti", "dropoute", "wdrop", "label_smoothing"):
+            if not 0 <= getattr(self, name) < 1:
+                raise LmlowError(f"--{name.replace('_', '-')} must be in [0, 1)")
+        checks = {"optimizer": ("sgd", "adam", "adamw"), "schedule": ("none", "step", "plateau"),
+                  "smoothing_prior": ("uniform", "unigram"), "device": ("auto", "cpu", "cuda")}
+        for name, choices in checks.items():
+            if getattr(self, name) not in choices:
+                raise LmlowError(f"--{name.replace('_', '-')}: choose one of {', '.join(choices)}")
+        for name in ("layers", "batch_size", "bptt", "eval_batch_size", "emb_size", "hidden_size"):
+            if getattr(self, name) < 1:
+                raise LmlowError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.unk_threshold < 0 or self.max_epochs < 0:
+            raise LmlowError("--unk-threshold and --max-epochs must be >= 0")
+        return self
+
+    def describe(self) -> str:
+        """The embedding configuration in the paper's terms."""
+        def part(pre, frozen):
+            return ("pretrained" if pre else "random") + (", frozen" if frozen else "")
+        if self.tie:
+            emb = f"tied ({part(self.pretrained_input, self.freeze_input or self.freeze_output)})"
+        else:
+            emb = (f"untied: input {part(self.pretrained_input, self.freeze_input)}; "
+                   f"output {part(self.pretrained_output, self.freeze_output)}")
+        return emb + ("; unigram bias" if self.unigram_bias else "")
+
+    # ---- persistence
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["init"] = list(self.init)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "config") -> "Config":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise LmlowError(f"{source}: unknown setting {unknown[0]!r}")
+        return cls(**d).validate()
+
+    def save(self, path: Path) -> None:
+        tmp = Path(f"{path}.tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> "Config":
+        return cls.from_dict(read_settings(path), str(path))
+
+
+def read_settings(path: Path) -> dict:
+    """The settings a TOML or JSON file gives (only those it names)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except FileNotFoundError:
+        raise LmlowError(f"{path}: no such file") from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise LmlowError(f"{path}: not a valid config file ({e})") from None
+    if not isinstance(data, dict):
+        raise LmlowError(f"{path}: expected a table of settings")
+    known = {f.name for f in fields(Config)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise LmlowError(f"{path}: unknown setting {unknown[0]!r}")
+    return data
+
+
+PRESETS: dict[str, dict] = {
+    # Merity et al.'s PTB model; for a GPU (about a day there, far more on a CPU).
+    "paper": {},
+    # Learns something useful in minutes on 2 CPU cores; lmlow's recommended budget setting.
+    "small": dict(emb_size=400, hidden_size=650, layers=2, batch_size=32, bptt=35,
+                  dropout=0.3, dropouth=0.2, dropouti=0.3, dropoute=0.05, wdrop=0.2,
+                  optimizer="adam", lr=2e-3, asgd=False, alpha=0.0, beta=0.0, clip=0.25,
+                  schedule="plateau", gamma=0.5, max_epochs=40, eval_every=0),
+    # Seconds, for tests and smoke runs.
+    "tiny": dict(emb_size=32, hidden_size=48, layers=2, batch_size=8, bptt=16, eval_batch_size=4,
+                 dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0.05, wdrop=0.1,
+                 optimizer="adam", lr=3e-3, asgd=False, max_epochs=2),
+}
+
+
+def defaults(preset: str | None) -> dict:
+    if preset is None:
+        return {}
+    if preset not in PRESETS:
+        raise LmlowError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    return dict(PRESETS[preset], preset=preset)
+
+
+def build_config(preset: str | None = None, file: Path | None = None, **overrides) -> Config:
+    """Defaults <- preset <- config file <- explicit overrides (CLI flags), then validated."""
+    from_file = read_settings(file) if file is not None else {}
+    values = defaults(preset or from_file.get("preset"))
+    values.update(from_file)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return Config(**values).validate()
+
+
+def table1_configurations() -> list[dict]:
+    """The 20 valid (tie, freeze, pretrain) combinations of Kummerfeld et al.'s Table 1."""
+    out = []
+    for pre in (False, True):
+        for frozen in (False, True):
+            out.append(dict(tie=True, freeze_input=frozen, freeze_output=False,
+                            init=("glove",) if pre else ("random",)))
+    for in_pre in (False, True):
+        for in_frozen in (False, True):
+            for out_pre in (False, True):
+                for out_frozen in (False, True):
+                    init = tuple(x for x, on in (("glove", in_pre), ("glove-output", out_pre)) if on)
+                    out.append(dict(tie=False, freeze_input=in_frozen, freeze_output=out_frozen,
+                                    init=init or ("random",)))
+    return out
+
+
+def field_help(name: str) -> str:
+    return next(f.metadata.get("help", "") for f in fields(Config) if f.name == name)
+
+
+def field_default(name: str, preset: str | None = None):
+    d = defaults(preset)
+    if name in d:
+        return d[name]
+    f = next(f for f in fields(Config) if f.name == name)
+    return f.default if f.default is not MISSING else None
+
+
+__all__ = ["Config", "PRESETS", "build_config", "table1_configurations"]

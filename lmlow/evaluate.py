@@ -1,0 +1,123 @@
+"""Every model is a scorer: it turns a split into natural-log probabilities, one per token of
+the same stream, and everything else (perplexity, UNK handling, frequency bins, per-word scores)
+is computed here from those numbers, so that an LSTM and KenLM are measured the same way.
+
+The stream of a split is its tokens with ``<eos>`` ending every line. Scoring starts from an
+``<eos>`` before the first token (KenLM's ``<s>``), so every token, the first included, is
+scored exactly once.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+# Training-frequency bins of the target word (count in the training split after the UNK rule).
+BINS = ((0, 0, "unseen"), (1, 1, "1"), (2, 5, "2-5"), (6, 20, "6-20"), (21, 100, "21-100"),
+        (101, None, ">100"))
+
+
+class Scorer(Protocol):
+    def token_logprobs(self, ids: np.ndarray) -> np.ndarray:
+        """Natural-log probability of every token of ``ids`` (which ends with ``<eos>``)."""
+
+
+def perplexity(logprobs: np.ndarray) -> float:
+    return math.exp(-float(np.mean(logprobs))) if len(logprobs) else float("nan")
+
+
+@dataclass
+class Evaluation:
+    split: str
+    tokens: int
+    unk_tokens: int
+    oov_tokens: int
+    perplexity: float
+    perplexity_excluding_unk: float
+    cross_entropy: float          # nats per token
+    bins: list[dict]
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def evaluate_logprobs(split: str, ids: np.ndarray, logprobs: np.ndarray, counts: np.ndarray,
+                      unk_id: int, oov_tokens: int = 0) -> Evaluation:
+    """Perplexity including and excluding ``<unk>`` targets, and per frequency bin."""
+    ids = np.asarray(ids)
+    if len(ids) != len(logprobs):
+        raise ValueError(f"{len(logprobs)} scores for {len(ids)} tokens")
+    is_unk = ids == unk_id
+    freq = counts[ids]
+    bins = []
+    for lo, hi, name in BINS:
+        sel = (freq >= lo) & (freq <= hi if hi is not None else True)
+        bins.append({"bin": name, "tokens": int(sel.sum()), "perplexity": perplexity(logprobs[sel])})
+    return Evaluation(split=split, tokens=len(ids), unk_tokens=int(is_unk.sum()),
+                      oov_tokens=oov_tokens, perplexity=perplexity(logprobs),
+                      perplexity_excluding_unk=perplexity(logprobs[~is_unk]),
+                      cross_entropy=-float(np.mean(logprobs)), bins=bins)
+
+
+def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bptt: int = 70,
+                  reset_lines: bool = False, context: int = 128, bias_scale: float = 1.0,
+                  device=None) -> np.ndarray:
+    """Score a token stream with an LSTM language model.
+
+    Default: the state is carried across lines, as in training. The stream is cut into
+    ``batch_size`` contiguous pieces scored side by side; each piece after the first is run
+    over the ``context`` tokens before it first (unscored), so the numbers do not depend on
+    batch size or BPTT length beyond float rounding. ``reset_lines``: every line starts from a
+    fresh state after ``<eos>``, as an n-gram model sees it.
+    """
+    import torch
+
+    ids = np.asarray(ids, dtype=np.int64)
+    full = np.concatenate([[eos_id], ids])
+    n = len(ids)
+    if reset_lines:
+        ends = np.flatnonzero(ids == eos_id) + 1
+        starts = np.concatenate([[0], ends[:-1]])
+        pieces = [(s, s, e) for s, e in zip(starts, ends)]
+        pieces.sort(key=lambda p: p[2] - p[1])          # similar lengths share a batch
+        groups = [pieces[i:i + batch_size] for i in range(0, len(pieces), batch_size)]
+    else:
+        b = max(1, min(batch_size, n // max(1, bptt)))
+        bounds = np.linspace(0, n, b + 1).astype(np.int64)
+        groups = [[(max(0, s - context), s, e) for s, e in zip(bounds[:-1], bounds[1:])]]
+    out = np.full(n, np.nan)
+    model.eval()
+    device = device or next(model.parameters()).device
+    with torch.no_grad():
+        for group in groups:
+            _score_group(model, full, group, bptt, bias_scale, device, out)
+    if np.isnan(out).any():
+        raise RuntimeError("internal error: some tokens were not scored")
+    return out
+
+
+def _score_group(model, full, group, bptt, bias_scale, device, out) -> None:
+    """Run side-by-side pieces (warm-up start, first scored, end) and write their scores."""
+    import torch
+    import torch.nn.functional as F
+
+    length = max(e - w for w, _, e in group)
+    shape = (length, len(group))
+    x, y = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
+    pos, scored = np.zeros(shape, np.int64), np.zeros(shape, bool)
+    for j, (w, s, e) in enumerate(group):
+        k = e - w
+        x[:k, j], y[:k, j] = full[w:e], full[w + 1:e + 1]
+        pos[:k, j] = np.arange(w, e)
+        scored[s - w:k, j] = True
+    hidden = model.init_hidden(len(group))
+    for t in range(0, length, bptt):
+        xt = torch.from_numpy(x[t:t + bptt]).to(device)
+        yt = torch.from_numpy(y[t:t + bptt]).to(device)
+        output, hidden, _, _ = model(xt, hidden)
+        logp = F.log_softmax(model.logits(output, bias_scale).float(), dim=-1)
+        lp = logp.gather(-1, yt.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+        m = scored[t:t + bptt]
+        out[pos[t:t + bptt][m]] = lp[m]

@@ -1,0 +1,172 @@
+"""AWD-LSTM (Merity et al. 2018) for today's PyTorch, with an output head that can be tied,
+frozen, pretrained, and given a log-unigram bias (Meister et al. 2023).
+
+Regularisers, as in the reference model:
+- embedding dropout: whole word types are dropped from the input embedding for a batch;
+- locked (variational) dropout: one mask per sequence, shared over time, on the embeddings
+  (``dropouti``), between layers (``dropouth``) and on the output (``dropout``);
+- weight drop: DropConnect on each layer's hidden-to-hidden matrix. The dropped matrix is
+  passed to the layer with ``torch.func.functional_call``, so the fused LSTM kernel
+  (``aten::lstm``, cuDNN on GPU) still runs the whole sequence: no per-step Python loop.
+AR and TAR are computed by the training loop from the outputs this model returns.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.func import functional_call
+
+INIT_RANGE = 0.1  # uniform(-0.1, 0.1), as the reference model initialises embeddings
+
+
+def locked_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """Dropout with one mask per sequence (dim 1) shared over time (dim 0)."""
+    if not training or p == 0:
+        return x
+    mask = x.new_empty(1, x.size(1), x.size(2)).bernoulli_(1 - p) / (1 - p)
+    return x * mask
+
+
+def embedding_dropout(embed: nn.Embedding, words: torch.Tensor, p: float,
+                      training: bool) -> torch.Tensor:
+    """Drop whole word types: every occurrence of a dropped word gets a zero vector.
+
+    The mask is looked up per token rather than applied to the matrix, which is the same
+    function without copying a 100k-word matrix for every batch.
+    """
+    out = embed(words)
+    if not training or p == 0:
+        return out
+    keep = out.new_empty(embed.num_embeddings).bernoulli_(1 - p) / (1 - p)
+    return out * keep[words].unsqueeze(-1)
+
+
+class WeightDropLSTM(nn.Module):
+    """One LSTM layer with DropConnect on its hidden-to-hidden weights."""
+
+    def __init__(self, input_size: int, hidden_size: int, weight_drop: float):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, hidden_size)
+        self.weight_drop = weight_drop
+
+    def forward(self, x, hidden):
+        if not self.training or self.weight_drop == 0:
+            return self.lstm(x, hidden)
+        w = F.dropout(self.lstm.weight_hh_l0, self.weight_drop, training=True)
+        with warnings.catch_warnings():  # cuDNN's "not a single contiguous chunk" notice
+            warnings.simplefilter("ignore", UserWarning)
+            return functional_call(self.lstm, {"weight_hh_l0": w}, (x, hidden))
+
+
+class AWDLSTM(nn.Module):
+    """Embedding -> stacked weight-dropped LSTMs -> linear output layer over the vocabulary."""
+
+    def __init__(self, vocab_size: int, emb_size: int, hidden_size: int, layers: int,
+                 out_size: int, tie: bool, dropout: float = 0.4, dropouth: float = 0.3,
+                 dropouti: float = 0.65, dropoute: float = 0.1, wdrop: float = 0.5):
+        super().__init__()
+        if tie and emb_size != out_size:
+            raise ValueError("tied embeddings need equal input and output sizes")
+        self.encoder = nn.Embedding(vocab_size, emb_size)
+        sizes = [emb_size] + [hidden_size] * (layers - 1) + [out_size]
+        self.rnns = nn.ModuleList(WeightDropLSTM(sizes[i], sizes[i + 1], wdrop)
+                                  for i in range(layers))
+        self.decoder = nn.Linear(out_size, vocab_size)
+        if tie:
+            self.decoder.weight = self.encoder.weight  # one tensor, not a copy
+        self.tie = tie
+        self.dropout, self.dropouth, self.dropouti, self.dropoute = dropout, dropouth, dropouti, dropoute
+        nn.init.uniform_(self.encoder.weight, -INIT_RANGE, INIT_RANGE)
+        if not tie:
+            nn.init.uniform_(self.decoder.weight, -INIT_RANGE, INIT_RANGE)
+        nn.init.zeros_(self.decoder.bias)
+
+    @property
+    def sizes(self) -> list[int]:
+        return [r.lstm.hidden_size for r in self.rnns]
+
+    def init_hidden(self, batch_size: int):
+        w = self.decoder.bias
+        return [(w.new_zeros(1, batch_size, n), w.new_zeros(1, batch_size, n)) for n in self.sizes]
+
+    def forward(self, words: torch.Tensor, hidden):
+        """Return (output, hidden, raw_last, dropped_last): output is (T, B, out_size).
+
+        ``raw_last`` is the last layer's output before dropout (for TAR) and ``dropped_last``
+        after it (for AR), as in Merity et al.
+        """
+        x = embedding_dropout(self.encoder, words, self.dropoute, self.training)
+        x = locked_dropout(x, self.dropouti, self.training)
+        new_hidden = []
+        for i, rnn in enumerate(self.rnns):
+            x, h = rnn(x, hidden[i])
+            new_hidden.append(h)
+            if i < len(self.rnns) - 1:
+                x = locked_dropout(x, self.dropouth, self.training)
+        raw = x
+        out = locked_dropout(x, self.dropout, self.training)
+        return out, new_hidden, raw, out
+
+    def logits(self, output: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
+        """Scores over the vocabulary; ``bias_scale`` is Kobayashi et al.'s lambda."""
+        if bias_scale == 1.0:
+            return self.decoder(output)
+        return F.linear(output, self.decoder.weight) + bias_scale * self.decoder.bias
+
+
+def detach_hidden(hidden):
+    return [(h.detach(), c.detach()) for h, c in hidden]
+
+
+def log_unigram(counts: torch.Tensor, zero_count: float = 0.5) -> torch.Tensor:
+    """Log relative frequencies; a word never seen in training counts as ``zero_count``.
+
+    Words with count 0 (embedding-only words, or ``<unk>`` with no unknown word in train)
+    would get log 0 = -inf; half a singleton keeps them possible without taking mass from
+    the seen words worth speaking of.
+    """
+    c = counts.double().clamp(min=0)
+    c = torch.where(c > 0, c, torch.full_like(c, zero_count))
+    return (c / c.sum()).log().float()
+
+
+def count_parameters(model: nn.Module) -> dict[str, int]:
+    """Trainable and frozen parameter counts (a tied matrix counted once)."""
+    seen, trainable, frozen = set(), 0, 0
+    for p in model.parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        if p.requires_grad:
+            trainable += p.numel()
+        else:
+            frozen += p.numel()
+    return {"trainable": trainable, "frozen": frozen}
+
+
+def scaled_uniform_(t: torch.Tensor, scale: float) -> torch.Tensor:
+    with torch.no_grad():
+        return t.uniform_(-scale, scale)
+
+
+def pretrained_matrix(words: list[str], kv, generator: torch.Generator) -> tuple[torch.Tensor, int]:
+    """Rows for ``words`` from gensim vectors ``kv``; missing words get N(0, s^2) rows,
+    s the standard deviation of all pretrained values, so they match the vectors' scale.
+    Returns (matrix, number of words that had a vector)."""
+    dim = kv.vector_size
+    vectors = torch.from_numpy(kv.vectors).float()
+    std = float(vectors.std())
+    out = torch.randn(len(words), dim, generator=generator) * std
+    found = 0
+    for i, w in enumerate(words):
+        j = kv.key_to_index.get(w)
+        if j is not None:
+            out[i] = vectors[j]
+            found += 1
+    if math.isnan(std):
+        raise ValueError("pretrained vectors contain NaN")
+    return out, found

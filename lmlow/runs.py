@@ -1,0 +1,82 @@
+"""Opening a run folder as a scorer: ``lmlow.load(RUN_DIR)`` for LSTM runs (and n-gram runs
+once they exist), with the vocabulary checked against the checkpoint."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from lmlow.config import Config
+from lmlow.data.corpus import Corpus
+from lmlow.data.textio import EOS
+from lmlow.data.vocab import Vocabulary
+from lmlow.errors import LmlowError
+from lmlow.evaluate import Evaluation, evaluate_logprobs, lstm_logprobs
+
+LN10 = math.log(10)
+
+
+class LSTMRun:
+    """A trained (or initialised) AWD-LSTM run, as a scorer."""
+
+    def __init__(self, run_dir: Path, checkpoint: str = "best", device: str = "auto"):
+        import torch
+
+        from lmlow.train import build_model, load_checkpoint, pick_device
+
+        self.run_dir = Path(run_dir)
+        ck = load_checkpoint(self.run_dir / f"{checkpoint}.pt")
+        self.config = Config.from_dict(ck["config"], str(self.run_dir / f"{checkpoint}.pt"))
+        self.vocab = Vocabulary(ck["vocab"], ck["counts"], self.config.unk_threshold)
+        vocab_file = self.run_dir / "vocab.txt"
+        if vocab_file.exists() and Vocabulary.load(vocab_file).words != self.vocab.words:
+            raise LmlowError(f"{vocab_file} does not match the vocabulary of {checkpoint}.pt")
+        self.device = pick_device(device)
+        cfg = self.config
+        emb = ck["model"]["encoder.weight"].shape[1]
+        out = ck["model"]["decoder.weight"].shape[1]
+        shape_cfg = Config(**{**cfg.to_dict(), "emb_size": emb, "out_size": out,
+                              "init": ["random"], "embeddings": None, "extend_vocab": False})
+        self.model, _ = build_model(shape_cfg, self.vocab)
+        try:
+            self.model.load_state_dict(ck["model"])
+        except RuntimeError as e:
+            raise LmlowError(f"{self.run_dir}/{checkpoint}.pt does not fit its configuration "
+                             f"({str(e).splitlines()[0]})") from None
+        self.model.to(self.device).eval()
+        self.torch = torch
+
+    def corpus(self, root: Path | None = None) -> Corpus:
+        return Corpus(Path(root or self.config.corpus), self.config.unk_threshold, vocab=self.vocab)
+
+    def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False, bias_scale: float = 1.0,
+                       batch_size: int | None = None) -> np.ndarray:
+        return lstm_logprobs(self.model, ids, self.vocab.eos_id,
+                             batch_size or self.config.eval_batch_size, self.config.bptt,
+                             reset_lines=reset_lines, bias_scale=bias_scale, device=self.device)
+
+    def evaluate(self, split: str = "valid", corpus: Path | None = None, reset_lines: bool = False,
+                 bias_scale: float = 1.0, batch_size: int | None = None) -> Evaluation:
+        enc = self.corpus(corpus).encode(split)
+        lp = self.token_logprobs(enc.ids, reset_lines, bias_scale, batch_size)
+        return evaluate_logprobs(split, enc.ids, lp, self.vocab.count_array(), self.vocab.unk_id,
+                                 enc.stats.oov_tokens)
+
+    def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
+        """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,
+        from a fresh state, like KenLM's ``full_scores``."""
+        words = sentence.split() if isinstance(sentence, str) else list(sentence)
+        ids = np.array(self.vocab.encode(words + [EOS]), dtype=np.int64)
+        lp = self.token_logprobs(ids, reset_lines=True)
+        return [(w, float(p), w not in self.vocab) for w, p in zip(words + [EOS], lp)]
+
+
+def load(run_dir: Path, **kw):
+    """Open a run folder as a scorer (an LSTM run has best.pt)."""
+    run_dir = Path(run_dir)
+    if (run_dir / "best.pt").exists():
+        return LSTMRun(run_dir, **kw)
+    if not run_dir.is_dir():
+        raise LmlowError(f"{run_dir}: no such run folder")
+    raise LmlowError(f"{run_dir}: not a run folder (no best.pt)")
