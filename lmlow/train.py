@@ -32,6 +32,7 @@ from lmlow.progress import shown
 
 log = logging.getLogger("lmlow")
 CHECKPOINT_FORMAT = 1
+LOGIT_CHUNK_ELEMENTS = 1 << 26   # logits computed at once in the loss (256 MB of fp32)
 
 
 # --------------------------------------------------------------------------- set-up
@@ -117,7 +118,7 @@ def lm_loss(model, output, targets, cfg: Config, prior: torch.Tensor | None) -> 
     recomputed in backward, so a 100k-word softmax never holds all its logits at once."""
     flat, y = output.reshape(-1, output.size(-1)), targets.reshape(-1)
     vocab = model.decoder.weight.size(0)
-    rows = max(64, (1 << 26) // vocab)        # about 256 MB of fp32 logits per chunk
+    rows = max(1, LOGIT_CHUNK_ELEMENTS // vocab)
     if flat.size(0) <= rows:
         return _chunk_loss(flat, y, model, cfg, prior) / y.numel()
     from torch.utils.checkpoint import checkpoint
@@ -374,7 +375,7 @@ class Trainer:
             if cfg.beta:
                 total = total + cfg.beta * (raw[1:] - raw[:-1]).float().pow(2).mean()
         if not torch.isfinite(total):
-            raise LmlowError(f"loss became {float(total)} at update {st.step + 1} (epoch "
+            raise LmlowError(f"loss became {total.item()} at update {st.step + 1} (epoch "
                              f"{st.epoch + 1}); lower --lr or --clip. The last good state is "
                              f"{self.run_dir / 'last.pt'} (nothing newer was written)")
         self.optimizer.zero_grad(set_to_none=True)

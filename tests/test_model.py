@@ -1,0 +1,153 @@
+"""The model's maths and the embedding configurations: tying shares, freezing holds,
+unigram init predicts the unigram distribution, the loss is chunked correctly."""
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from lmlow import train as train_mod
+from lmlow.config import Config, build_config, table1_configurations
+from lmlow.data.textio import iter_sentences
+from lmlow.errors import LmlowError
+from lmlow.evaluate import lstm_logprobs
+from lmlow.model import AWDLSTM, log_unigram
+from lmlow.train import Trainer, lm_loss
+
+
+@pytest.fixture(scope="module")
+def vectors(speech_corpus, tmp_path_factory):
+    """Real (tiny) GloVe vectors trained on the corpus's training text."""
+    from lmlow.glove import GloveConfig, save_vectors, train_glove
+
+    kv, _ = train_glove([speech_corpus / "train.txt"], GloveConfig(dim=24, epochs=3, min_count=2,
+                                                                   threads=1), show_progress=False)
+    return save_vectors(kv, tmp_path_factory.mktemp("vec") / "v.txt")[0]
+
+
+def tiny(corpus, **kw):
+    return build_config("tiny", None, corpus=str(corpus), emb_size=24, **kw)
+
+
+def test_tied_model_shares_one_tensor():
+    m = AWDLSTM(50, 16, 20, 2, 16, tie=True)
+    assert m.decoder.weight is m.encoder.weight
+    assert sum(p.numel() for p in m.parameters()) == sum(
+        p.numel() for n, p in m.named_parameters() if n != "decoder.weight")
+
+
+@pytest.mark.parametrize("combo", table1_configurations(), ids=lambda c: Config(
+    embeddings="x", **c).describe())
+def test_every_table1_configuration_freezes_and_trains_what_it_says(combo, speech_corpus,
+                                                                   vectors, tmp_path):
+    cfg = tiny(speech_corpus, embeddings=str(vectors), max_steps=3, dropoute=0.0, **combo)
+    t = Trainer(cfg, tmp_path / "run", quiet=True)
+    m = t.model
+    assert (m.decoder.weight is m.encoder.weight) == cfg.tie
+    before = {n: p.detach().clone() for n, p in m.named_parameters()}
+    t.run()
+    after = dict(m.named_parameters())
+    frozen_in = cfg.freeze_input or (cfg.tie and cfg.freeze_output)
+    frozen_out = cfg.freeze_output or (cfg.tie and cfg.freeze_input)
+    expect_frozen = {"encoder.weight": frozen_in, "decoder.weight": frozen_out,
+                     "decoder.bias": False}
+    for name, frozen in expect_frozen.items():
+        if name not in after:
+            continue  # the tied decoder weight is the encoder weight
+        same = torch.equal(before[name], after[name].detach())
+        assert same == frozen, f"{name}: frozen={frozen} but unchanged={same}"
+    assert not torch.equal(before["rnns.0.lstm.weight_ih_l0"], after["rnns.0.lstm.weight_ih_l0"])
+    if cfg.pretrained_input:
+        kv_first = t.kv[t.vocab.words[0]]
+        np.testing.assert_allclose(before["encoder.weight"][0].numpy(), kv_first, rtol=1e-6)
+
+
+def test_freeze_output_bias_and_unigram(speech_corpus, tmp_path):
+    cfg = tiny(speech_corpus, tie=False, freeze_output=True, freeze_output_bias=True,
+               init="unigram", max_steps=2)
+    t = Trainer(cfg, tmp_path / "run", quiet=True)
+    bias = t.model.decoder.bias.detach().clone()
+    t.run()
+    assert torch.equal(bias, t.model.decoder.bias.detach())
+    expected = log_unigram(torch.tensor(t.vocab.counts))
+    assert torch.allclose(bias, expected)
+
+
+def test_untrained_unigram_model_predicts_the_training_unigram(speech_corpus, tmp_path):
+    """Validation perplexity of the initialised model equals, within 1%, the perplexity of the
+    training unigram distribution computed here independently."""
+    k = 2
+    train = Counter(t for s in iter_sentences(speech_corpus / "train.txt") for t in s)
+    kept = {w: c for w, c in train.items() if c >= k}
+    kept["<unk>"] = sum(c for w, c in train.items() if c < k)
+    total = sum(kept.values())
+    valid = [t if t in kept else "<unk>" for s in iter_sentences(speech_corpus / "valid.txt") for t in s]
+    unigram_ppl = math.exp(-sum(math.log(kept[t] / total) for t in valid) / len(valid))
+
+    cfg = tiny(speech_corpus, tie=False, init="unigram", unk_threshold=k, max_epochs=0)
+    summary = train_mod.train(cfg, tmp_path / "run", quiet=True)
+    assert summary["best_valid_ppl"] == pytest.approx(unigram_ppl, rel=0.01)
+    # and a zero-bias model is far from it (close to uniform)
+    cfg0 = tiny(speech_corpus, tie=False, unk_threshold=k, max_epochs=0)
+    ppl0 = train_mod.train(cfg0, tmp_path / "run0", quiet=True)["best_valid_ppl"]
+    assert ppl0 > 2 * unigram_ppl
+
+
+def test_log_unigram_smooths_zero_counts():
+    lu = log_unigram(torch.tensor([3, 1, 0]))
+    assert torch.allclose(lu.exp(), torch.tensor([3, 1, 0.5]) / 4.5)
+
+
+def test_chunked_loss_equals_full_loss(monkeypatch):
+    torch.manual_seed(0)
+    m = AWDLSTM(97, 8, 12, 1, 8, tie=False)
+    out = torch.randn(6, 5, 8, requires_grad=True)
+    y = torch.randint(0, 97, (6, 5))
+    cfg = Config(label_smoothing=0.1, smoothing_prior="unigram")
+    prior = torch.softmax(torch.randn(97), 0)
+    full = lm_loss(m, out, y, cfg, prior)
+    g_full = torch.autograd.grad(full, [out, m.decoder.weight])
+    monkeypatch.setattr(train_mod, "LOGIT_CHUNK_ELEMENTS", 97 * 7)  # 7 rows per chunk
+    chunked = lm_loss(m, out, y, cfg, prior)
+    g_chunk = torch.autograd.grad(chunked, [out, m.decoder.weight])
+    assert torch.allclose(full, chunked, atol=1e-6)
+    for a, b in zip(g_full, g_chunk):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_unigram_label_smoothing_by_hand():
+    m = AWDLSTM(4, 3, 3, 1, 3, tie=False)
+    out, y = torch.randn(1, 1, 3), torch.tensor([[2]])
+    prior = torch.tensor([0.4, 0.3, 0.2, 0.1])
+    logp = torch.log_softmax(m.decoder(out).reshape(-1, 4), -1)[0]
+    expected = 0.9 * -logp[2] + 0.1 * -(prior * logp).sum()
+    got = lm_loss(m, out, y, Config(label_smoothing=0.1, smoothing_prior="unigram"), prior)
+    assert torch.allclose(got, expected)
+
+
+def test_scores_do_not_depend_on_batch_size_or_bptt(speech_corpus, tmp_path):
+    cfg = tiny(speech_corpus, max_steps=20)
+    t = Trainer(cfg, tmp_path / "run", quiet=True)
+    t.run()
+    ids = t.valid_ids
+    ref = lstm_logprobs(t.model, ids, t.vocab.eos_id, batch_size=1, bptt=35)
+    assert len(ref) == len(ids) and np.isfinite(ref).all()
+    for b, bptt in ((5, 35), (10, 7), (3, 100)):
+        lp = lstm_logprobs(t.model, ids, t.vocab.eos_id, batch_size=b, bptt=bptt)
+        assert abs(lp.mean() - ref.mean()) < 1e-4 * abs(ref.mean())
+    reset = [lstm_logprobs(t.model, ids, t.vocab.eos_id, batch_size=b, bptt=bptt, reset_lines=True)
+             for b, bptt in ((1, 70), (8, 9))]
+    np.testing.assert_allclose(reset[0], reset[1], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(tie=True, init="glove-output", embeddings="v.txt"), "a tied model has one matrix"),
+    (dict(init="glove"), "needs --embeddings"),
+    (dict(init="random,glove", embeddings="v.txt"), "contradicts"),
+    (dict(init="bert"), "unknown 'bert'"),
+    (dict(dropout=1.5), "must be in [0, 1)"),
+])
+def test_invalid_configurations_are_refused(kw, message):
+    with pytest.raises(LmlowError, match=message.replace("[", r"\[").replace(")", r"\)")):
+        Config(**kw).validate()

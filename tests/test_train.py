@@ -1,0 +1,110 @@
+"""Training runs end to end: resume gives the same numbers, checkpoints are safe, bad states
+and bad inputs stop with one line."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from lmlow.config import build_config
+from lmlow.errors import LmlowError
+from lmlow.runs import load
+from lmlow.train import load_checkpoint, resume, train
+
+
+def cfg_for(corpus, **kw):
+    return build_config("tiny", None, corpus=str(corpus), **kw)
+
+
+def metrics(run):
+    return [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_killed_run_resumes_to_the_same_numbers(speech_corpus, tmp_path):
+    full = tmp_path / "full"
+    train(cfg_for(speech_corpus, max_epochs=2, seed=7), full, quiet=True)
+    part = tmp_path / "part"
+    train(cfg_for(speech_corpus, max_epochs=2, seed=7, max_steps=45), part, quiet=True)
+    ck = load_checkpoint(part / "last.pt")
+    assert ck["state"]["step"] == 45 and ck["state"]["position"] > 0  # stopped mid-epoch
+    resume(part, quiet=True, max_steps=0)
+    a, b = metrics(full), metrics(part)
+    assert [r["valid_ppl"] for r in a] == [r["valid_ppl"] for r in b]
+    assert [r["train_loss"] for r in a] == pytest.approx([r["train_loss"] for r in b], rel=1e-9)
+    sa, sb = (load_checkpoint(p / "best.pt")["model"] for p in (full, part))
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_max_epochs_0_saves_the_initialised_model(speech_corpus, tmp_path):
+    s = train(cfg_for(speech_corpus, max_epochs=0), tmp_path / "r", quiet=True)
+    assert (tmp_path / "r" / "best.pt").exists()
+    ev = load(tmp_path / "r").evaluate("valid")
+    assert ev.perplexity == pytest.approx(s["best_valid_ppl"], rel=1e-6)
+
+
+def test_run_folder_contract(speech_corpus, tmp_path):
+    run = tmp_path / "r"
+    train(cfg_for(speech_corpus, max_epochs=1, unk_threshold=2), run, quiet=True)
+    assert {p.name for p in run.iterdir()} >= {"config.json", "vocab.txt", "metrics.jsonl",
+                                               "best.pt", "last.pt"}
+    cfg = json.loads((run / "config.json").read_text())
+    assert cfg["unk_threshold"] == 2 and cfg["preset"] == "tiny"
+    for name in ("best.pt", "last.pt"):
+        torch.load(run / name, weights_only=True)  # plain data only: loads without running code
+    words = (run / "vocab.txt").read_text().split("\n")[:-1]
+    assert words == load(run).vocab.words
+    scores = load(run).score("the senate of the united states")
+    assert [w for w, _, _ in scores][-1] == "<eos>" and all(lp < 0 for _, lp, _ in scores)
+
+
+def test_nan_loss_stops_with_a_clear_message(speech_corpus, tmp_path):
+    cfg = cfg_for(speech_corpus, optimizer="sgd", lr=1e30, clip=0.0, max_epochs=1)
+    with pytest.raises(LmlowError, match="loss became .* lower --lr"):
+        train(cfg, tmp_path / "r", quiet=True)
+    assert not (tmp_path / "r" / "best.pt").exists()
+
+
+def test_vocabulary_that_does_not_match_the_checkpoint(speech_corpus, tmp_path):
+    run = tmp_path / "r"
+    train(cfg_for(speech_corpus, max_epochs=0), run, quiet=True)
+    (run / "vocab.txt").write_text("<eos>\n<unk>\nother\n")
+    with pytest.raises(LmlowError, match="does not match the vocabulary"):
+        load(run)
+
+
+def test_nonempty_run_dir_needs_force(speech_corpus, tmp_path):
+    run = tmp_path / "r"
+    train(cfg_for(speech_corpus, max_epochs=0), run, quiet=True)
+    with pytest.raises(LmlowError, match="--resume .* or --force"):
+        train(cfg_for(speech_corpus, max_epochs=0), run, quiet=True)
+
+
+def lmlow(*args, cache):
+    return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)],
+                          capture_output=True, text=True,
+                          env={"LMLOW_CACHE_DIR": str(cache), "PATH": "/usr/bin:/bin"})
+
+
+def test_cli_train_eval_score(speech_corpus, tmp_path):
+    cache, run = tmp_path / "cache", tmp_path / "run"
+    r = lmlow("train", speech_corpus, "--out", run, "--preset", "tiny", "--tie", "no",
+              "--init", "unigram", "--max-epochs", "1", cache=cache)
+    assert r.returncode == 0, r.stderr
+    assert "untied: input random; output random; unigram bias" in r.stdout
+    r = lmlow("eval", run, "--split", "test", "--json", cache=cache)
+    ev = json.loads(r.stdout)
+    assert {"perplexity", "perplexity_excluding_unk", "tokens", "unk_tokens", "split",
+            "bins"} <= set(ev) and ev["split"] == "test"
+    assert sum(b["tokens"] for b in ev["bins"]) == ev["tokens"]
+    f = tmp_path / "s.txt"
+    f.write_text("the senate\nof the union\n")
+    lines = [json.loads(l) for l in lmlow("score", run, f, cache=cache).stdout.splitlines()]
+    assert [l["words"] for l in lines] == [["the", "senate", "<eos>"], ["of", "the", "union", "<eos>"]]
+    assert lines[0]["total_log10prob"] == pytest.approx(sum(lines[0]["log10prob"]), abs=1e-5)
+
+
+def test_cli_refuses_invalid_combination_in_one_line(speech_corpus, tmp_path):
+    r = lmlow("train", speech_corpus, "--out", tmp_path / "r", "--tie", "yes", "--init",
+              "glove-output", "--embeddings", "v.txt", cache=tmp_path / "c")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "tied model" in r.stderr
