@@ -52,8 +52,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("data"),
                     help="writes OUT/pydocs/ and OUT/pylibs.txt (default: data)")
-    ap.add_argument("--cache", type=Path, default=Path("data/.debdocs"),
-                    help="downloaded packages and extracted pages (default: data/.debdocs)")
+    ap.add_argument("--cache", type=Path, default=Path("data/.cache"),
+                    help="CACHE/debdocs holds the packages, CACHE/raw their pages as text "
+                    "(default: data/.cache)")
     ap.add_argument("--force", action="store_true", help="rebuild the corpora even if present")
     args = ap.parse_args(argv)
     corpus, pretrain = args.out / "pydocs", args.out / "pylibs.txt"
@@ -62,10 +63,10 @@ def main(argv=None) -> int:
         return 0
     t0 = time.time()
     try:
-        sizes = extract(args.cache / "packages", args.cache / "pages")
-        lm = prepare([args.cache / "pages" / "python311"], corpus, valid=0.1, test=0.1, seed=1,
+        sizes = extract(args.cache / "debdocs", args.cache / "raw")
+        lm = prepare([args.cache / "raw" / "python311"], corpus, valid=0.1, test=0.1, seed=1,
                      force=True, **OPTIONS)
-        pre = prepare([args.cache / "pages" / "pylibs"], pretrain, no_split=True, dedup=True,
+        pre = prepare([args.cache / "raw" / "pylibs"], pretrain, no_split=True, dedup=True,
                       exclude=[corpus / "valid.txt", corpus / "test.txt"], force=True, **OPTIONS)
     except LmlowError as e:
         sys.exit(f"build_pydocs.py: {e}")

@@ -53,16 +53,14 @@ LIBRARY_DOC_PACKAGES = [
     "python-ezdxf-doc", "python-pygame-doc", "python-fonttools-doc",
 ]
 
-# Path components (directory or file names, fnmatch patterns) that are not prose pages: source
-# listings, indexes, search pages (Sphinx), and pydoctor's index pages (Twisted's API docs).
+# What is not a prose page, as fnmatch patterns: one without "/" matches any directory or file
+# name on the way, one with "/" the whole path relative to the root. Source listings, indexes
+# and search pages (Sphinx), pydoctor's index pages (Twisted's API docs), and setuptools' copy
+# of CPython's distutils docs (part of python3.11-doc, the target corpus: it would leak it).
 DEFAULT_SKIP = ("_modules", "_sources", "_static", "_images", "_downloads",
                 "genindex*", "*modindex*", "search.html", "searchindex*",
                 "nameIndex.html", "classIndex.html", "moduleIndex.html", "undoccedSummary.html",
-                "all-documents.html")
-
-# More to skip in some packages: setuptools ships a copy of CPython's distutils docs, which are
-# part of python3.11-doc (the target corpus), so pretraining on them would leak it.
-PACKAGE_SKIP = {"python-setuptools-doc": ("distutils",)}
+                "all-documents.html", "*deprecated/distutils/*")
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz", ".htm.gz")
 
@@ -281,8 +279,11 @@ def _txt_name(name: str) -> str:
     return stem.rsplit(".", 1)[0] + ".txt"
 
 
-def _skipped(name: str, skip) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in skip)
+def _skipped(rel: Path, skip) -> bool:
+    path = rel.as_posix()
+    return any(fnmatch.fnmatch(path, pattern) if "/" in pattern
+               else any(fnmatch.fnmatch(part, pattern) for part in rel.parts)
+               for pattern in skip)
 
 
 def html_pages(root, skip=DEFAULT_SKIP):
@@ -293,11 +294,12 @@ def html_pages(root, skip=DEFAULT_SKIP):
     """
     root = Path(root)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not _skipped(d, skip))
+        here = Path(dirpath).relative_to(root)
+        dirnames[:] = sorted(d for d in dirnames if not _skipped(here / d, skip))
         for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if _is_html(name) and not _skipped(name, skip) and not path.is_symlink():
-                yield path.relative_to(root)
+            if _is_html(name) and not _skipped(here / name, skip) \
+                    and not (root / here / name).is_symlink():
+                yield here / name
 
 
 def _read_html(path: Path) -> bytes:
@@ -386,8 +388,7 @@ def main(argv=None) -> int:
             _warn(f"{pkg}: no folder {args.html_subdir} in the package; skipped")
             continue
         t0 = time.time()
-        skip = DEFAULT_SKIP + PACKAGE_SKIP.get(pkg, ())
-        counts = extract_tree(src, args.out / pkg, skip=skip, force=args.force)
+        counts = extract_tree(src, args.out / pkg, force=args.force)
         totals = [t + c for t, c in zip(totals, counts)]
         print(f"{pkg}: {counts[0]} pages, {counts[1]} paragraphs, {counts[2]} words "
               f"({time.time() - t0:.0f}s)", flush=True)
