@@ -92,22 +92,29 @@ def test_extract_tree_skips_non_pages_and_is_idempotent(tmp_path):
     root, out = tmp_path / "html", tmp_path / "out"
     (root / "library").mkdir(parents=True)
     (root / "_sources").mkdir()
+    (root / "deprecated" / "distutils").mkdir(parents=True)
     (root / "library" / "shlex.html").write_text(PAGE, encoding="utf-8")
     (root / "whatsnew.html.gz").write_bytes(gzip.compress(PAGE.encode("utf-8")))
-    for skipped in ("genindex.html", "py-modindex.html", "search.html", "_sources/shlex.html"):
+    (root / "library" / "shlex.html.gz").write_bytes(gzip.compress(b"<p>Same page, once more.</p>"))
+    for skipped in ("genindex.html", "py-modindex.html", "search.html", "_sources/shlex.html",
+                    "deprecated/distutils/apiref.html"):
         (root / skipped).write_text(PAGE, encoding="utf-8")
     (root / "same-page.html").symlink_to(root / "library" / "shlex.html")  # not a page of its own
     first = debian_docs.extract_tree(root, out)
-    assert first == (2, 14, 2 * 47)
+    assert first == (2, 14, 2 * 47)  # shlex.html.gz is a second copy of shlex.html: left out
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
-        "library", "library/shlex.txt", "whatsnew.txt"]
+        "library", "library/shlex.txt", "whatsnew.txt"]  # no empty folder for skipped pages
     assert (out / "library" / "shlex.txt").read_text(encoding="utf-8").splitlines()[1] == \
         "The shlex class makes it easy to write lexical analyzers."
     assert debian_docs.extract_tree(root, out) == first
     assert debian_docs.extract_tree(root, out, force=True) == first
     (root / "whatsnew.html.gz").unlink()
-    assert debian_docs.extract_tree(root, out)[0] == 1
+    assert debian_docs.extract_tree(root, out) == (1, 7, 47)
     assert not (out / "whatsnew.txt").exists()
+    for page in (root / "library").iterdir():
+        page.unlink()
+    assert debian_docs.extract_tree(root, out) == (0, 0, 0)
+    assert list(out.rglob("*")) == []  # stale texts and their folders are gone
 
 
 def test_redirect_stub_gives_no_paragraph():
