@@ -276,7 +276,8 @@ def cmd_vocab(args) -> None:
     train = corpus.counts("train")
     summary = {"vocabulary_size": len(vocab), "unk_threshold": args.unk_threshold,
                "train_types": len(train.counts), "unk_count": vocab.counts[vocab.unk_id],
-               "embedding_only_words": sum(1 for c in vocab.counts if c == 0) - (vocab.counts[vocab.unk_id] == 0),
+               "embedding_only_words": sum(1 for w in vocab.words if w not in train.counts
+                                           and w not in ("<eos>", "<unk>")),
                "top": vocab.words[:10]}
     if args.json:
         print(json.dumps(summary, indent=2))
