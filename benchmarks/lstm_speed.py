@@ -55,8 +55,8 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=5)
     args = ap.parse_args(argv)
     cfg = build_config(args.preset, None, tie=False)
-    print(f"| vocabulary | model | tokens/s | ratio | peak RSS (GB) |")
-    print(f"|---|---|---|---|---|")
+    print("| vocabulary | model | tokens/s | ratio | peak RSS (GB) |")
+    print("|---|---|---|---|---|")
     for v in args.vocab:
         torch.manual_seed(0)
         x = torch.randint(0, v, (args.bptt, args.batch))

@@ -12,7 +12,6 @@ AR and TAR are computed by the training loop from the outputs this model returns
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 import torch
@@ -148,11 +147,6 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
     return {"trainable": trainable, "frozen": frozen}
 
 
-def scaled_uniform_(t: torch.Tensor, scale: float) -> torch.Tensor:
-    with torch.no_grad():
-        return t.uniform_(-scale, scale)
-
-
 def pretrained_matrix(words: list[str], kv, generator: torch.Generator) -> tuple[torch.Tensor, int]:
     """Rows for ``words`` from gensim vectors ``kv``; missing words get N(0, s^2) rows,
     s the standard deviation of all pretrained values, so they match the vectors' scale.
@@ -167,6 +161,4 @@ def pretrained_matrix(words: list[str], kv, generator: torch.Generator) -> tuple
         if j is not None:
             out[i] = vectors[j]
             found += 1
-    if math.isnan(std):
-        raise ValueError("pretrained vectors contain NaN")
     return out, found

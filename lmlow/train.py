@@ -10,7 +10,6 @@ Checkpoints hold only tensors and plain data and are written atomically; they lo
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import random
@@ -26,11 +25,10 @@ from lmlow.config import Config
 from lmlow.data.corpus import Corpus
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
-from lmlow.evaluate import evaluate_logprobs, lstm_logprobs
+from lmlow.evaluate import lstm_logprobs
 from lmlow.model import AWDLSTM, count_parameters, detach_hidden, log_unigram, pretrained_matrix
 from lmlow.progress import shown
 
-log = logging.getLogger("lmlow")
 CHECKPOINT_FORMAT = 1
 LOGIT_CHUNK_ELEMENTS = 1 << 26   # logits computed at once in the loss (256 MB of fp32)
 
@@ -346,10 +344,12 @@ class Trainer:
             if time.time() - last_save > 600:      # a killed run loses at most 10 minutes
                 atomic_save(self._checkpoint(), self.run_dir / "last.pt")
                 last_save = time.time()
-            if (cfg.max_time and st.train_seconds > cfg.max_time * 60) or (
-                    cfg.max_steps and st.step >= cfg.max_steps):
+            out_of_time = cfg.max_time and st.train_seconds > cfg.max_time * 60
+            if out_of_time or (cfg.max_steps and st.step >= cfg.max_steps):
                 bar.close()
                 atomic_save(self._checkpoint(), self.run_dir / "last.pt")
+                if out_of_time:  # the budget is spent: keep what the partial epoch learnt
+                    self._final_validation(st.epoch + st.position / n)
                 self._say(f"stopped in epoch {st.epoch + 1} at update {st.step}; "
                           f"`lmlow train --resume {self.run_dir}` continues")
                 return False
@@ -392,6 +392,19 @@ class Trainer:
         else:
             self.optimizer.step()
         return loss.item()
+
+    def _final_validation(self, epoch: float) -> None:
+        """Validate the weights a time budget stopped at, and keep them if they are the best.
+
+        (A run stopped by --max-steps, or killed, skips this, so that resuming it replays
+        exactly what an uninterrupted run would have done.)"""
+        loss = self.validate()
+        self._log_metrics({"epoch": round(epoch, 3), "step": self.state.step, "valid_loss": loss,
+                           "valid_ppl": math.exp(loss), "lr": self.state.lr,
+                           "elapsed": round(self.state.train_seconds, 1), "partial_epoch": True})
+        if loss < self.state.best_valid:
+            self.state.best_valid = loss
+            self._save_best()
 
     def _epoch_end(self) -> bool:
         """Validate, log, save; switch to ASGD or decay the rate; True to stop early."""

@@ -108,3 +108,11 @@ def test_cli_refuses_invalid_combination_in_one_line(speech_corpus, tmp_path):
     r = lmlow("train", speech_corpus, "--out", tmp_path / "r", "--tie", "yes", "--init",
               "glove-output", "--embeddings", "v.txt", cache=tmp_path / "c")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "tied model" in r.stderr
+
+
+def test_time_budget_keeps_the_partial_epoch(speech_corpus, tmp_path):
+    run = tmp_path / "r"
+    train(cfg_for(speech_corpus, max_epochs=5, max_time=0.0005), run, quiet=True)
+    rows = metrics(run)
+    assert rows[-1].get("partial_epoch") and 0 < rows[-1]["epoch"] < 1
+    assert (run / "best.pt").exists() and (run / "last.pt").exists()

@@ -19,7 +19,7 @@ from typing import Iterable
 
 import numpy as np
 
-from lmlow.data.textio import EOS, UNK, iter_lines
+from lmlow.data.textio import iter_lines
 from lmlow.data.vocab import Vocabulary, build_vocabulary
 from lmlow.errors import LmlowError
 from lmlow.progress import progress
