@@ -230,7 +230,7 @@ def _version() -> str:
     return __version__
 
 
-def _corpus(args, embeddings_needed: bool = False):
+def _corpus(args):
     from lmlow.data.corpus import Corpus
     from lmlow.embeddings import vector_words
 

@@ -122,6 +122,8 @@ class Config:
         for name in ("layers", "batch_size", "bptt", "eval_batch_size", "emb_size", "hidden_size"):
             if getattr(self, name) < 1:
                 raise LmlowError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.nonmono < 1:
+            raise LmlowError("--nonmono must be at least 1")
         if self.unk_threshold < 0 or self.max_epochs < 0:
             raise LmlowError("--unk-threshold and --max-epochs must be >= 0")
         return self

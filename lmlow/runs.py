@@ -21,8 +21,6 @@ class LSTMRun:
     """A trained (or initialised) AWD-LSTM run, as a scorer."""
 
     def __init__(self, run_dir: Path, checkpoint: str = "best", device: str = "auto"):
-        import torch
-
         from lmlow.train import build_model, load_checkpoint, pick_device
 
         self.run_dir = Path(run_dir)
@@ -45,7 +43,6 @@ class LSTMRun:
             raise LmlowError(f"{self.run_dir}/{checkpoint}.pt does not fit its configuration "
                              f"({str(e).splitlines()[0]})") from None
         self.model.to(self.device).eval()
-        self.torch = torch
 
     def corpus(self, root: Path | None = None) -> Corpus:
         return Corpus(Path(root or self.config.corpus), self.config.unk_threshold, vocab=self.vocab)

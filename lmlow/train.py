@@ -14,6 +14,7 @@ import math
 import os
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -253,28 +254,23 @@ class Trainer:
                         self.run_dir / "best.pt")
 
     # ---- evaluation
-    class _Averaged:
-        def __init__(self, trainer):
-            self.t, self.saved = trainer, None
-
-        def __enter__(self):
-            opt = self.t.optimizer
-            if isinstance(opt, torch.optim.ASGD):
-                self.saved = [p.detach().clone() for p in self.t.params]
-                with torch.no_grad():
-                    for p in self.t.params:
-                        if "ax" in opt.state[p]:
-                            p.copy_(opt.state[p]["ax"])
-
-        def __exit__(self, *exc):
-            if self.saved is not None:
-                with torch.no_grad():
-                    for p, s in zip(self.t.params, self.saved):
-                        p.copy_(s)
-
+    @contextmanager
     def averaged(self):
         """Evaluate with ASGD's averaged weights, then put the raw weights back."""
-        return self._Averaged(self)
+        if not isinstance(self.optimizer, torch.optim.ASGD):
+            yield
+            return
+        saved = [p.detach().clone() for p in self.params]
+        with torch.no_grad():
+            for p in self.params:
+                if "ax" in self.optimizer.state[p]:
+                    p.copy_(self.optimizer.state[p]["ax"])
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for p, s in zip(self.params, saved):
+                    p.copy_(s)
 
     def validate(self) -> float:
         with self.averaged():

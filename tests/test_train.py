@@ -116,3 +116,21 @@ def test_time_budget_keeps_the_partial_epoch(speech_corpus, tmp_path):
     rows = metrics(run)
     assert rows[-1].get("partial_epoch") and 0 < rows[-1]["epoch"] < 1
     assert (run / "best.pt").exists() and (run / "last.pt").exists()
+
+
+def test_asgd_evaluates_and_saves_averaged_weights(speech_corpus, tmp_path):
+    from lmlow.train import Trainer
+
+    t = Trainer(cfg_for(speech_corpus, optimizer="sgd", lr=1.0, max_steps=6, max_epochs=1),
+                tmp_path / "r", quiet=True)
+    t.state.asgd = True                       # as NT-ASGD does when validation stalls
+    t.optimizer = t._make_optimizer(asgd=True)
+    t.run()
+    raw = [p.detach().clone() for p in t.params]
+    averages = [t.optimizer.state[p]["ax"] for p in t.params]
+    assert any(not torch.equal(r, a) for r, a in zip(raw, averages))
+    with t.averaged():
+        assert all(torch.equal(p, a) for p, a in zip(t.params, averages))
+    assert all(torch.equal(p, r) for p, r in zip(t.params, raw))
+    resume(tmp_path / "r", quiet=True, max_steps=8)  # ASGD state survives the checkpoint
+    assert load_checkpoint(tmp_path / "r" / "last.pt")["state"]["asgd"] is True
