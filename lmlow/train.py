@@ -191,8 +191,7 @@ class Trainer:
         self.corpus = open_corpus(cfg, self.kv, vocab)
         self.vocab = self.corpus.vocab
         self.train_ids = self.corpus.encode("train").ids
-        valid = self.corpus.encode("valid")
-        self.valid_ids, self.valid_oov = valid.ids, valid.stats.oov_tokens
+        self.valid_ids = self.corpus.encode("valid").ids
         self.model, self.init_report = build_model(cfg, self.vocab, self.kv)
         self.model.to(self.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
