@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from lmlow.errors import LmlowError
+from lmlow.errors import LmlowError, refuse_overwrite
 
 
 def _add_unk(p: argparse.ArgumentParser, *names: str) -> None:
@@ -270,8 +270,7 @@ def cmd_vocab(args) -> None:
     corpus, _ = _corpus(args)
     vocab = corpus.vocab
     if args.out:
-        if args.out.exists() and not args.force:
-            raise LmlowError(f"{args.out} exists; pass --force to overwrite it")
+        refuse_overwrite([args.out], args.force)
         vocab.save(args.out, with_counts=args.counts)
     train = corpus.counts("train")
     summary = {"vocabulary_size": len(vocab), "unk_threshold": args.unk_threshold,
@@ -297,9 +296,7 @@ def cmd_unk(args) -> None:
     from lmlow.tables import markdown
 
     out = args.out
-    existing = [out / f"{s}.txt" for s in SPLITS if (out / f"{s}.txt").exists()]
-    if existing and not args.force:
-        raise LmlowError(f"{existing[0]} exists; pass --force to overwrite it")
+    refuse_overwrite([out / f"{s}.txt" for s in SPLITS], args.force)
     if out.resolve() == args.corpus.resolve():
         raise LmlowError(f"{out}: --out must differ from the corpus folder")
     corpus, _ = _corpus(args)
@@ -358,9 +355,7 @@ def cmd_embed(args) -> None:
 
     from lmlow.glove import GloveConfig, save_vectors, train_glove
 
-    for p in (args.out, args.out.with_suffix(".kv")):
-        if p.exists() and not args.force:
-            raise LmlowError(f"{p} exists; pass --force to overwrite it")
+    refuse_overwrite([args.out, args.out.with_suffix(".kv")], args.force)  # before hours of work
     cfg = GloveConfig(args.dim, args.window, args.min_count, args.epochs, args.x_max,
                       args.alpha, args.learning_rate, args.threads, args.seed)
     kv, rep = train_glove(args.texts, cfg)

@@ -154,9 +154,8 @@ class Config:
         return cls(**d).validate()
 
     def save(self, path: Path) -> None:
-        tmp = Path(f"{path}.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        tmp.replace(path)
+        from lmlow.data.textio import atomic_write_text
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> "Config":

@@ -25,7 +25,7 @@ import numpy as np
 
 from lmlow.data.corpus import count_words
 from lmlow.data.textio import UNK, iter_lines
-from lmlow.errors import LmlowError
+from lmlow.errors import LmlowError, refuse_overwrite
 from lmlow.progress import epochs_bar, progress
 
 
@@ -132,9 +132,7 @@ def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:
     """Write GloVe text (``out``) and a gensim file beside it (``out`` with suffix ``.kv``)."""
     out = Path(out)
     kv_path = out.with_suffix(".kv")
-    for p in (out, kv_path):
-        if p.exists() and not force:
-            raise LmlowError(f"{p} exists; pass --force to overwrite it")
+    refuse_overwrite([out, kv_path], force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(f"{out}.tmp{os.getpid()}")
     kv.save_word2vec_format(str(tmp), write_header=False)

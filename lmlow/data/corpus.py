@@ -19,7 +19,7 @@ from typing import Iterable
 
 import numpy as np
 
-from lmlow.data.textio import iter_lines
+from lmlow.data.textio import atomic_write_text, iter_lines
 from lmlow.data.vocab import Vocabulary, build_vocabulary
 from lmlow.errors import LmlowError
 from lmlow.progress import progress
@@ -38,12 +38,6 @@ def file_key(path: Path, **options) -> str:
     ident = {"path": str(Path(path).resolve()), "size": st.st_size, "mtime": st.st_mtime_ns,
              "format": CACHE_FORMAT, **options}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = Path(f"{path}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 @dataclass

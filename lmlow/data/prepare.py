@@ -17,7 +17,7 @@ from typing import Iterator
 from lmlow.data.corpus import SPLITS
 from lmlow.data.textio import decode_line, iter_lines, open_binary
 from lmlow.data.tokenize import Normalisation, make_tokenizer
-from lmlow.errors import LmlowError
+from lmlow.errors import LmlowError, refuse_overwrite
 from lmlow.progress import progress
 
 DOC_MODES = ("auto", "file", "blank", "line")
@@ -99,9 +99,7 @@ def prepare(inputs: list[Path], out: Path, *, tokenizer: str = "whitespace",
     """Tokenise, normalise and split ``inputs`` into ``out`` (a folder, or a file with ``no_split``)."""
     out = Path(out)
     targets = [out] if no_split else [out / f"{s}.txt" for s in SPLITS]
-    existing = [t for t in targets if t.exists()]
-    if existing and not force:
-        raise LmlowError(f"{existing[0]} exists; pass --force to overwrite it")
+    refuse_overwrite(targets, force)
     (out.parent if no_split else out).mkdir(parents=True, exist_ok=True)
     excluded = _line_hashes(exclude)
     report = PrepareReport()

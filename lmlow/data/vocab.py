@@ -19,7 +19,7 @@ from typing import Iterable
 
 import numpy as np
 
-from lmlow.data.textio import EOS, UNK, decode_line, open_binary
+from lmlow.data.textio import EOS, UNK, atomic_write_text, decode_line, open_binary
 from lmlow.errors import LmlowError
 
 
@@ -75,10 +75,7 @@ class Vocabulary:
     def save(self, path: Path, with_counts: bool = False) -> None:
         """Write one word per line in index order (``word<TAB>count`` with counts)."""
         lines = (f"{w}\t{c}" if with_counts else w for w, c in zip(self.words, self.counts))
-        text = "\n".join(lines) + "\n"
-        tmp = Path(str(path) + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        atomic_write_text(path, "\n".join(lines) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> "Vocabulary":
