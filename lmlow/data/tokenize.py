@@ -80,9 +80,8 @@ def _scispacy():
     try:
         from scispacy.custom_tokenizer import combined_rule_tokenizer
     except ImportError:
-        raise LmlowError("the scispacy tokenizer needs scispacy, which does not install on this "
-                         "Python/spaCy; use --tokenizer spacy, or pip install scispacy where it "
-                         "installs") from None
+        raise LmlowError("the scispacy tokenizer needs scispacy: pip install scispacy (it pins "
+                         "numpy<2, so it is not part of lmlow[all]); or use --tokenizer spacy") from None
     nlp = _blank_spacy()
     nlp.tokenizer = combined_rule_tokenizer(nlp)
     return nlp
