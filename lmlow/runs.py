@@ -21,7 +21,7 @@ class LSTMRun:
     """A trained (or initialised) AWD-LSTM run, as a scorer."""
 
     def __init__(self, run_dir: Path, checkpoint: str = "best", device: str = "auto"):
-        from lmlow.train import build_model, load_checkpoint, pick_device
+        from lmlow.train import build_model, checkpoint_config, load_checkpoint, pick_device
 
         self.run_dir = Path(run_dir)
         ck = load_checkpoint(self.run_dir / f"{checkpoint}.pt")
@@ -31,12 +31,7 @@ class LSTMRun:
         if vocab_file.exists() and Vocabulary.load(vocab_file).words != self.vocab.words:
             raise LmlowError(f"{vocab_file} does not match the vocabulary of {checkpoint}.pt")
         self.device = pick_device(device)
-        cfg = self.config
-        emb = ck["model"]["encoder.weight"].shape[1]
-        out = ck["model"]["decoder.weight"].shape[1]
-        shape_cfg = Config(**{**cfg.to_dict(), "emb_size": emb, "out_size": out,
-                              "init": ["random"], "embeddings": None, "extend_vocab": False})
-        self.model, _ = build_model(shape_cfg, self.vocab)
+        self.model, _ = build_model(checkpoint_config(self.config, ck["model"]), self.vocab)
         try:
             self.model.load_state_dict(ck["model"])
         except RuntimeError as e:

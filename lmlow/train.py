@@ -94,6 +94,14 @@ def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None
     return model, report
 
 
+def checkpoint_config(cfg: Config, state_dict: dict) -> Config:
+    """``cfg`` with the sizes a saved model has and no pretrained init: what rebuilds a
+    checkpoint's model without reading the vectors again (its weights come from the file)."""
+    return Config(**{**cfg.to_dict(), "emb_size": state_dict["encoder.weight"].shape[1],
+                     "out_size": state_dict["decoder.weight"].shape[1], "init": ["random"],
+                     "embeddings": None, "extend_vocab": False})
+
+
 # --------------------------------------------------------------------------- batches
 
 def batchify(ids: np.ndarray, batch_size: int) -> np.ndarray:
@@ -186,13 +194,14 @@ class Trainer:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.device = pick_device(cfg.device)
-        self.kv = load_embeddings(cfg)
+        self.kv = None if resume else load_embeddings(cfg)  # a resumed model has its weights
         vocab = Vocabulary(resume["vocab"], resume["counts"], cfg.unk_threshold) if resume else None
         self.corpus = open_corpus(cfg, self.kv, vocab)
         self.vocab = self.corpus.vocab
         self.train_ids = self.corpus.encode("train").ids
         self.valid_ids = self.corpus.encode("valid").ids
-        self.model, self.init_report = build_model(cfg, self.vocab, self.kv)
+        self.model, self.init_report = build_model(
+            checkpoint_config(cfg, resume["model"]) if resume else cfg, self.vocab, self.kv)
         self.model.to(self.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.state = RunState(lr=cfg.lr)

@@ -181,8 +181,9 @@ class Corpus:
     def path(self, split: str) -> Path:
         if split not in SPLITS:
             raise LmlowError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-        gz = self.root / f"{split}.txt.gz"
-        return gz if gz.exists() and not (self.root / f"{split}.txt").exists() else self.root / f"{split}.txt"
+        plain = self.root / f"{split}.txt"
+        gz = plain.with_suffix(".txt.gz")
+        return gz if gz.exists() and not plain.exists() else plain
 
     def counts(self, split: str = "train") -> WordCounts:
         return count_words(self.path(split), self.show_progress)
@@ -195,7 +196,7 @@ class Corpus:
     def encode(self, split: str) -> EncodedSplit:
         return encode_file(self.path(split), self.vocab, self.show_progress)
 
-    def write_unk_replaced(self, out_dir: Path, show_progress: bool = True) -> dict[str, SplitStats]:
+    def write_unk_replaced(self, out_dir: Path) -> dict[str, SplitStats]:
         """Write each split with the UNK rule applied (for tools that read text, e.g. KenLM)."""
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
