@@ -12,11 +12,13 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml requirements.lock tools/build_glove.py
+$(STAMP): setup.cfg pyproject.toml requirements.lock tools/build_glove.py tools/build_kenlm.py
+	@sh tools/apt_deps.sh
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH)"
 	$(PY) -m pip install --quiet -c requirements.lock -e ".[all]"
 	$(PY) tools/build_glove.py
+	$(PY) tools/build_kenlm.py
 	@touch $@
 
 test: install
