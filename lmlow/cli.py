@@ -173,6 +173,30 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p)
     p.set_defaults(func=cmd_train)
 
+    p = sub.add_parser("ngram", help="train a KenLM modified Kneser-Ney n-gram baseline",
+                       description="Estimate a modified Kneser-Ney n-gram model with KenLM's "
+                       "lmplz on CORPUS/train.txt into --out RUN_DIR (model.arpa, model.bin, "
+                       "vocab.txt, config.json), on the same tokens as the LSTM (vocabulary, UNK "
+                       "rule, <unk>, one <eos> per line), then print its validation perplexity. "
+                       "`lmlow eval` and `lmlow score` take the run like an LSTM run; KenLM "
+                       "scores every line from a fresh start (compare with `lmlow eval LSTM_RUN "
+                       "--reset-lines`). Example: lmlow ngram data/ptb --order 5 --out runs/ptb-kn5")
+    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
+    p.add_argument("--out", type=Path, required=True, help="run folder to create")
+    p.add_argument("--order", type=int, default=5, help="n-gram order, 1 to 6 (default: 5)")
+    _add_unk(p)
+    p.add_argument("--memory", default="1G",
+                   help="lmplz's sorting memory (-S), like GNU sort: 1G, 500M, 20%% of RAM; "
+                   "lmplz uses disk beyond it, so more only makes large corpora faster "
+                   "(default: 1G)")
+    p.add_argument("--prune", metavar="COUNTS",
+                   help="drop n-grams seen at most this often, one count per order from the "
+                   "unigrams on, non-decreasing, the last repeated for higher orders: 0,0,1 "
+                   "drops singleton trigrams and above (default: no pruning)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing run in --out")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(func=cmd_ngram)
+
     p = sub.add_parser("eval", help="perplexity of a run on a split (incl./excl. <unk>, by frequency)",
                        description="Perplexity of RUN_DIR's best model on a split: every token "
                        "scored once (the first from a start-of-text <eos>), <eos> counted, "
@@ -421,6 +445,21 @@ def cmd_train(args) -> None:
               f"{'n/a' if ppl is None else f'{ppl:.2f}'} -> {summary['run_dir']}/best.pt")
 
 
+def cmd_ngram(args) -> None:
+    from lmlow.ngram import NgramRun, parse_prune, train_ngram
+
+    cfg = train_ngram(args.corpus, args.out, order=args.order, unk_threshold=args.unk_threshold,
+                      memory=args.memory, prune=parse_prune(args.prune, args.order),
+                      force=args.force, quiet=args.quiet)
+    if args.quiet:
+        return
+    ev = NgramRun(args.out).evaluate("valid")
+    fallback = " with --discount_fallback" if cfg.discount_fallback else ""
+    print(f"done: {cfg.order}-gram{fallback} in {cfg.train_seconds:.0f}s (lmplz peak memory "
+          f"{cfg.lmplz_peak_rss_mb} MB); valid ppl {ev.perplexity:.2f} "
+          f"({ev.perplexity_excluding_unk:.2f} excluding <unk>) -> {args.out}/model.bin")
+
+
 def cmd_eval(args) -> None:
     from lmlow.runs import load
     from lmlow.tables import markdown
@@ -434,7 +473,8 @@ def cmd_eval(args) -> None:
     print(f"{args.run_dir} on {args.split}: perplexity {ev.perplexity:.2f} "
           f"({ev.perplexity_excluding_unk:.2f} excluding <unk>); {ev.tokens} tokens, "
           f"{ev.unk_tokens} <unk> targets ({ev.oov_tokens} out of vocabulary)"
-          + ("; lines scored independently" if args.reset_lines else ""))
+          + ("; lines scored independently"
+             if args.reset_lines or getattr(run, "resets_lines", False) else ""))
     print(markdown(["training frequency", "tokens", "perplexity"],
                    [[b["bin"], b["tokens"], b["perplexity"]] for b in ev.bins], digits=4))
 

@@ -1,5 +1,6 @@
-"""Opening a run folder as a scorer: ``lmlow.load(RUN_DIR)`` for LSTM runs (and n-gram runs
-once they exist), with the vocabulary checked against the checkpoint."""
+"""Opening a run folder as a scorer: ``lmlow.load(RUN_DIR)`` gives an LSTM run (vocabulary
+checked against the checkpoint) or a KenLM n-gram run (``lmlow.ngram.NgramRun``), with the same
+methods, so that evaluation and scoring treat both alike."""
 from __future__ import annotations
 
 import math
@@ -65,10 +66,16 @@ class LSTMRun:
 
 
 def load(run_dir: Path, **kw):
-    """Open a run folder as a scorer (an LSTM run has best.pt)."""
+    """Open a run folder as a scorer: an n-gram run says so in config.json, an LSTM run has
+    best.pt. ``kw`` (checkpoint, device) apply to LSTM runs only."""
+    from lmlow.ngram import NgramRun, is_ngram_run
+
     run_dir = Path(run_dir)
+    if is_ngram_run(run_dir):
+        return NgramRun(run_dir)
     if (run_dir / "best.pt").exists():
         return LSTMRun(run_dir, **kw)
     if not run_dir.is_dir():
         raise LmlowError(f"{run_dir}: no such run folder")
-    raise LmlowError(f"{run_dir}: not a run folder (no best.pt)")
+    raise LmlowError(f"{run_dir}: not a run folder (no best.pt, and config.json is not an "
+                     "n-gram run's)")

@@ -1,0 +1,139 @@
+"""The KenLM baseline: real lmplz, numbers that agree with KenLM's own tools, and the same tokens,
+UNK rule and report as the LSTM runs."""
+import json
+import math
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import write_corpus
+from lmlow.data.corpus import Corpus
+from lmlow.errors import LmlowError
+from lmlow.ngram import NgramRun, find_program, train_ngram
+from lmlow.runs import LN10, load
+
+try:
+    find_program("lmplz")
+    find_program("build_binary")
+except LmlowError as e:
+    pytestmark = pytest.mark.skip(reason=f"KenLM not built ({e})")
+
+
+def lmlow(*args, cache):
+    return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)],
+                          capture_output=True, text=True,
+                          env={"LMLOW_CACHE_DIR": str(cache), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture(scope="module")
+def kn(speech_corpus, tmp_path_factory):
+    """A 4-gram on the speeches, K=2 (so the training text has <unk>s)."""
+    run = tmp_path_factory.mktemp("kn") / "run"
+    train_ngram(speech_corpus, run, order=4, unk_threshold=2, memory="100M", quiet=True)
+    return run
+
+
+def query_perplexity(model, text):
+    """KenLM's own query program on the ARPA file: the reference, independent of lmlow."""
+    out = subprocess.run([find_program("query"), str(model)], stdin=open(text),
+                         capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"Perplexity including OOVs:\s*(\S+)", out).group(1))
+
+
+def kenlm_perplexity(model, text):
+    """The kenlm module's full_scores over the lines of a text file."""
+    import kenlm
+
+    m = kenlm.Model(str(model))
+    scores = [s[0] for line in open(text) if line.split() for s in m.full_scores(line)]
+    return 10 ** (-sum(scores) / len(scores))
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_perplexity_agrees_with_kenlm_query_and_full_scores(speech_corpus, tmp_path, k):
+    run = tmp_path / "run"
+    train_ngram(speech_corpus, run, order=5, unk_threshold=k, memory="100M", quiet=True)
+    text = speech_corpus / "test.txt"
+    if k:  # other tools read the UNK-replaced text, as lmlow unk writes it
+        Corpus(speech_corpus, k).write_unk_replaced(tmp_path / "unk")
+        text = tmp_path / "unk" / "test.txt"
+    ppl = load(run).evaluate("test").perplexity
+    assert f"{ppl:.4g}" == f"{query_perplexity(run / 'model.arpa', text):.4g}"
+    assert f"{ppl:.4g}" == f"{kenlm_perplexity(run / 'model.bin', text):.4g}"
+
+
+def test_literal_unk_is_kept_trained_and_counted(tmp_path):
+    train = "the cat sat on the <unk>\nthe <unk> sat on the mat\na dog sat on a <unk>\n" * 3
+    corpus = write_corpus(tmp_path / "c", train + "the dog ran\n", "the <unk> sat on a mat\n",
+                          "a cat sat on the <unk>\n")
+    cfg = train_ngram(corpus, tmp_path / "run", order=3, memory="50M", quiet=True)
+    assert cfg.discount_fallback and "discount" in cfg.discount_fallback_reason  # tiny data
+    arpa = (tmp_path / "run" / "model.arpa").read_text()
+    assert "<lmlow-unk>" not in arpa
+    assert re.search(r"^\S+\tthe <unk>\t", arpa, re.M)   # <unk> was a word in lmplz's input
+    unigrams = dict(l.split("\t")[1::-1] for l in arpa.split("\\1-grams:\n")[1].split("\n\n")[0]
+                    .splitlines())
+    assert float(unigrams["<unk>"]) > float(unigrams["dog"])  # 9 occurrences beat 4
+    assert sum(10 ** float(p) for w, p in unigrams.items() if w != "<s>") == pytest.approx(1, abs=1e-5)
+    run = load(tmp_path / "run")
+    ev = run.evaluate("valid")
+    assert ev.unk_tokens == 1 and ev.tokens == 7
+    assert run.vocab.counts[run.vocab.unk_id] == 9
+
+
+def test_unk_rule_and_report_match_an_lstm_run(speech_corpus, kn, tmp_path):
+    from lmlow.config import build_config
+    from lmlow.train import train
+
+    lstm = tmp_path / "lstm"  # an initialised LSTM is enough: only tokens and keys are compared
+    train(build_config("tiny", None, corpus=str(speech_corpus), max_epochs=0, unk_threshold=2),
+          lstm, quiet=True)
+    assert load(kn).vocab.words == load(lstm).vocab.words
+    assert load(kn).vocab.counts == Corpus(speech_corpus, 2).vocab.counts
+    r = lmlow("eval", kn, "--split", "test", "--json", cache=tmp_path / "cache")
+    ev = [json.loads(r.stdout), load(lstm).evaluate("test").to_dict()]  # what --json prints
+    assert ev[0].keys() == ev[1].keys()
+    for key in ("tokens", "unk_tokens", "oov_tokens", "split"):
+        assert ev[0][key] == ev[1][key]
+    assert [b["tokens"] for b in ev[0]["bins"]] == [b["tokens"] for b in ev[1]["bins"]]
+
+
+def test_score_gives_kenlm_full_scores_in_natural_log(kn, tmp_path):
+    import kenlm
+
+    f = tmp_path / "s.txt"
+    f.write_text("the senate of the united states\nzzz house\n")
+    r = lmlow("score", kn, f, cache=tmp_path / "cache")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(l) for l in r.stdout.splitlines()]
+    assert lines[1]["words"] == ["zzz", "house", "<eos>"] and lines[1]["oov"] == [True, False, False]
+    m = kenlm.Model(str(kn / "model.bin"))
+    for line, text in zip(lines, f.read_text().splitlines()):
+        ref = [s[0] for s in m.full_scores(text.replace("zzz", "<unk>"))]
+        assert line["logprob"] == pytest.approx([p * LN10 for p in ref], abs=1e-5)
+    assert isinstance(load(kn), NgramRun) and math.isfinite(load(kn).score("the house")[0][1])
+
+
+def test_errors_are_one_line(speech_corpus, kn, tmp_path):
+    cache = tmp_path / "cache"
+    for args, message in [(("eval", tmp_path / "nowhere"), "no such run folder"),
+                          (("ngram", speech_corpus, "--out", kn), "exists; pass --force"),
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--order", "9"), "1 to 6"),
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--prune", "0,2,1"),
+                           "non-decreasing")]:
+        r = lmlow(*args, cache=cache)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
+    train_ngram(speech_corpus, tmp_path / "old", order=2, memory="50M", quiet=True)
+    r = lmlow("ngram", speech_corpus, "--out", tmp_path / "old", "--force", "--order", "3",
+              "--memory", "50M", cache=cache)
+    assert r.returncode == 0 and "valid ppl" in r.stdout, r.stderr
+    assert load(tmp_path / "old").config.order == 3
+
+
+def test_missing_lmplz_says_how_to_build_it(speech_corpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(LmlowError, match="make install.*build_kenlm.py"):
+        train_ngram(speech_corpus, tmp_path / "r")
