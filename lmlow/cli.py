@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "--reset-lines`). Example: lmlow ngram data/ptb --order 5 --out runs/ptb-kn5")
     p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
     p.add_argument("--out", type=Path, required=True, help="run folder to create")
-    p.add_argument("--order", type=int, default=5, help="n-gram order, 1 to 6 (default: 5)")
+    p.add_argument("--order", type=int, default=5, help="n-gram order, 2 to 6 (default: 5)")
     _add_unk(p)
     p.add_argument("--memory", default="1G",
                    help="lmplz's sorting memory (-S), like GNU sort: 1G, 500M, 20%% of RAM; "

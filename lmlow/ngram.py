@@ -100,8 +100,9 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
                 memory: str = "1G", prune: list[int] | None = None, force: bool = False,
                 quiet: bool = False) -> NgramConfig:
     """Estimate a KenLM model on the corpus's training split into a run folder."""
-    if not 1 <= order <= MAX_ORDER:
-        raise LmlowError(f"--order must be 1 to {MAX_ORDER} (KenLM's compiled maximum), got {order}")
+    if not 2 <= order <= MAX_ORDER:
+        raise LmlowError(f"--order must be 2 to {MAX_ORDER} (KenLM's query code needs bigrams and "
+                         f"was compiled for at most {MAX_ORDER}), got {order}")
     if not re.fullmatch(r"\d+(\.\d+)?[bKMGTPEZY%]?", memory):
         raise LmlowError(f"--memory {memory!r}: expected a size like GNU sort's: 1G, 500M, 20%")
     lmplz, build_binary = find_program("lmplz"), find_program("build_binary")
@@ -213,7 +214,10 @@ def rename_unk(src: Path, dst: Path, has_unk: bool) -> None:
             if not line.strip():
                 break
             unigrams.append(line)
-        kenlm_unk = next(l for l in unigrams if l.split("\t")[1] == UNK)
+        # the highest order has no backoff column: "prob<TAB>word" then
+        kenlm_unk = next((l for l in unigrams if l.rstrip("\n").split("\t")[1] == UNK), None)
+        if kenlm_unk is None:
+            raise LmlowError(f"{src}: lmplz wrote no <unk> unigram; unexpected ARPA file")
         unigrams.remove(kenlm_unk)
         unk_log10 = float(kenlm_unk.split("\t")[0])
         out.write("".join(_merge_unk(l, unk_log10) for l in unigrams) + "\n")
