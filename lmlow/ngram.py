@@ -116,6 +116,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
                              "training reserves (KenLM's sentence boundaries and lmlow's <unk> "
                              "stand-in); replace it in the corpus")
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").unlink(missing_ok=True)  # written last: marks a complete run
     text = out_dir / "train.lmplz.txt"
     raw_arpa = out_dir / "model.lmplz.arpa"
     start = time.time()
