@@ -1,25 +1,35 @@
 """``lmlow embed``: train GloVe vectors on in-domain text (Pennington et al. 2014).
 
-The optimiser is glove-python's (package ``bicleaner-ai-glove``): a co-occurrence matrix
-counted over a symmetric window with 1/distance weighting, then weighted least squares,
-f(x) = min(1, (x / x_max)^alpha), fitted with AdaGrad. lmlow streams the text into it,
-applies GloVe's minimum count, and writes the vectors in GloVe text and gensim formats.
+The estimator is Stanford's own C code (built by ``tools/build_glove.py``): ``glove-cooccur``
+counts co-occurrences in a symmetric window with 1/distance weighting, ``glove-shuffle``
+shuffles them, and ``glove-train`` fits separate word and context vectors by weighted least
+squares, f(x) = min(1, (x / x_max)^alpha), with per-pair AdaGrad (lock-free threads). The
+written vector of a word is word + context vector, as in the GloVe paper. lmlow streams the
+text into the tools, chooses the vocabulary and reads the result back.
 
-Conventions: the text is read exactly as corpora are (whitespace tokens, one paragraph per
-line, blank lines skipped), so vectors line up with the LM vocabulary when the text went
-through the same ``lmlow prepare`` options. Words seen fewer than ``min_count`` times are
-replaced by ``<unk>`` before counting co-occurrences, so ``<unk>`` gets a vector trained on the
-UNK-replaced text (like the LM's own ``<unk>``), and window distances stay as in the text.
-Windows do not cross line ends.
+Conventions:
+- the text is read exactly as corpora are (whitespace tokens, one paragraph per line, blank
+  lines skipped), so vectors line up with the LM vocabulary when the text went through the same
+  ``lmlow prepare`` options; windows do not cross line ends;
+- words seen fewer than ``min_count`` times get no vector and are skipped by the window (the
+  GloVe tool's behaviour);
+- ``<unk>``: GloVe's convention, the mean of the vectors of the 100 rarest kept words. If the
+  text itself contains the token ``<unk>`` (PTB does), it is an ordinary word with its own
+  trained vector instead.
 """
 from __future__ import annotations
 
 import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -27,6 +37,8 @@ from lmlow.data.corpus import count_words
 from lmlow.data.textio import UNK, iter_lines
 from lmlow.errors import LmlowError, refuse_overwrite
 from lmlow.progress import epochs_bar, progress
+
+RAW_UNK = "<lmlow-text-unk>"   # a literal <unk> of the text, renamed: the tool reserves <unk>
 
 
 @dataclass
@@ -40,6 +52,7 @@ class GloveConfig:
     learning_rate: float = 0.05
     threads: int = 0          # 0: all cores
     seed: int = 1
+    memory: float = 4.0       # GB, soft limit for co-occurrence counting and shuffling
 
     def resolved_epochs(self) -> int:
         return self.epochs if self.epochs is not None else (50 if self.dim < 300 else 100)
@@ -52,38 +65,31 @@ class GloveReport:
     cooccurrences: int
     seconds_counting: float
     seconds_training: float
+    peak_memory_mb: float     # the largest of lmlow and the GloVe tools
     config: dict
+    costs: list[float] = field(default_factory=list)   # weighted squared error per epoch
 
 
-def _import_glove():
-    try:
-        from glove import Corpus as GloveCorpus
-        from glove.glove_cython import fit_vectors
-    except ImportError:
-        raise LmlowError("training GloVe needs the glove module: pip install 'lmlow[glove]' "
-                         "(package bicleaner-ai-glove)") from None
-    return GloveCorpus, fit_vectors
+def tool(name: str) -> str:
+    """A Stanford GloVe executable: the venv's ``bin`` first, then PATH."""
+    local = Path(sys.prefix) / "bin" / name
+    found = str(local) if local.exists() else shutil.which(name)
+    if not found:
+        raise LmlowError(f"{name} is not built: run `make install` or `python tools/build_glove.py`")
+    return found
 
 
 def glove_vocabulary(counts: Counter, min_count: int) -> dict[str, int]:
-    """Words kept by the minimum count, plus ``<unk>``, in count order (ids from 0)."""
-    kept = sorted((w for w, c in counts.items() if c >= min_count and w != UNK),
-                  key=lambda w: (-counts[w], w))
-    return {w: i for i, w in enumerate(kept + [UNK])}
+    """Words kept by the minimum count, in count order then alphabetical (as GloVe's
+    vocab_count sorts them); a literal ``<unk>`` of the text is a word like any other."""
+    kept = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    return {w: i for i, w in enumerate(kept)}
 
 
-def _sentences(paths: list[Path], vocab: dict[str, int], bar) -> Iterator[list[str]]:
-    for path in paths:
-        for _, tokens in iter_lines(path):
-            bar.tokens(len(tokens))
-            yield [t if t in vocab else UNK for t in tokens]
-
-
-def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progress: bool = True):
-    """Train vectors on ``texts``; return (gensim KeyedVectors, GloveReport)."""
-    from gensim.models import KeyedVectors
-
-    GloveCorpus, fit_vectors = _import_glove()
+def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progress: bool = True,
+                work_dir: Path | None = None):
+    """Train vectors on ``texts``; return (gensim KeyedVectors, GloveReport). Temporary files
+    (the text, about 16 bytes per co-occurring pair, twice) go to ``work_dir``."""
     texts = [Path(t) for t in texts]
     t0 = time.time()
     counts = Counter()
@@ -91,41 +97,94 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
         counts.update(count_words(t, show_progress).counts)
     vocab = glove_vocabulary(counts, cfg.min_count)
     if len(vocab) < 2:
-        raise LmlowError(f"no word occurs {cfg.min_count} times or more; lower --min-count")
-    corpus = GloveCorpus(vocab)
-    with progress("co-occurrences", show_progress, total=sum(counts.values())) as bar:
-        corpus.fit(_sentences(texts, vocab, bar), window=cfg.window, ignore_missing=False)
-    matrix = corpus.matrix
-    t1 = time.time()
-    vectors = _fit(matrix, cfg, fit_vectors, show_progress)
-    t2 = time.time()
-    if not np.isfinite(vectors).all():
-        raise LmlowError("GloVe diverged (non-finite vectors); lower --learning-rate")
-    words = [None] * len(vocab)
-    for w, i in vocab.items():
-        words[i] = w
-    kv = KeyedVectors(cfg.dim)
-    kv.add_vectors(words, vectors.astype(np.float32))
-    report = GloveReport(len(vocab), sum(counts.values()), int(matrix.nnz), round(t1 - t0, 1),
-                         round(t2 - t1, 1), asdict(cfg) | {"epochs": cfg.resolved_epochs()})
+        raise LmlowError(f"no two words occur {cfg.min_count} times or more; lower --min-count")
+    threads = cfg.threads or os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(prefix="lmlow-glove-", dir=work_dir) as tmp:
+        tmp = Path(tmp)
+        _write_vocab(vocab, counts, tmp / "vocab.txt")
+        _write_text(texts, tmp / "text.txt", sum(counts.values()), show_progress)
+        _run([tool("glove-cooccur"), tmp / "text.txt", tmp / "vocab.txt", tmp / "cooc.bin",
+              cfg.window, tmp / "overflow", cfg.memory], "counting co-occurrences", show_progress)
+        (tmp / "text.txt").unlink()
+        pairs = (tmp / "cooc.bin").stat().st_size // 16
+        _run([tool("glove-shuffle"), tmp / "cooc.bin", tmp / "shuf.bin", tmp / "shuffle",
+              min(cfg.memory, 2.0)], "shuffling", show_progress)
+        (tmp / "cooc.bin").unlink()
+        t1 = time.time()
+        costs = _fit(tmp, cfg, threads, unk_vector=UNK not in vocab, show_progress=show_progress)
+        t2 = time.time()
+        kv = _read_vectors(tmp / "vectors.txt", cfg.dim)
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    report = GloveReport(len(kv), sum(counts.values()), pairs, round(t1 - t0, 1), round(t2 - t1, 1),
+                         round(peak), asdict(cfg) | {"epochs": cfg.resolved_epochs(),
+                                                     "threads": threads}, costs)
     return kv, report
 
 
-def _fit(matrix, cfg: GloveConfig, fit_vectors, show_progress: bool) -> np.ndarray:
-    """glove-python's AdaGrad epochs, one call per epoch so that progress can be shown."""
-    rng = np.random.RandomState(cfg.seed)
-    n = matrix.shape[0]
-    vectors = (rng.rand(n, cfg.dim) - 0.5) / cfg.dim
-    biases = np.zeros(n, dtype=np.float64)
-    grad_v, grad_b = np.ones_like(vectors), np.ones_like(biases)
-    order = np.arange(matrix.nnz, dtype=np.int32)
-    threads = cfg.threads or os.cpu_count() or 1
-    epochs = range(cfg.resolved_epochs())
-    for _ in epochs_bar(epochs, "GloVe epochs", show_progress):
-        rng.shuffle(order)
-        fit_vectors(vectors, grad_v, biases, grad_b, matrix.row, matrix.col, matrix.data,
-                    order, cfg.learning_rate, cfg.x_max, cfg.alpha, 10.0, threads)
-    return vectors
+def _write_vocab(vocab: dict[str, int], counts: Counter, path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for w in vocab:
+            f.write(f"{RAW_UNK if w == UNK else w} {counts[w]}\n")
+
+
+def _write_text(texts: list[Path], out: Path, total: int, show_progress: bool) -> None:
+    """One plain text for the tools: decompressed, blank lines gone, ``<unk>`` renamed."""
+    with open(out, "w", encoding="utf-8") as f, progress("GloVe text", show_progress, total) as bar:
+        for path in texts:
+            for _, tokens in iter_lines(path):
+                f.write(" ".join(RAW_UNK if t == UNK else t for t in tokens) + "\n")
+                bar.tokens(len(tokens))
+
+
+def _run(cmd: list, what: str, show_progress: bool) -> str:
+    """Run one GloVe tool; its log becomes a one-line error if it fails."""
+    if show_progress:
+        print(f"GloVe: {what}...", file=sys.stderr, flush=True)
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, errors="replace")
+    if r.returncode != 0:
+        last = [ln for ln in re.split(r"[\r\n]|\x1b\[\d*G", r.stderr) if ln.strip()][-1:] or ["no output"]
+        raise LmlowError(f"{Path(str(cmd[0])).name} failed ({what}, exit {r.returncode}): {last[0].strip()}")
+    return r.stderr
+
+
+def _fit(tmp: Path, cfg: GloveConfig, threads: int, unk_vector: bool, show_progress: bool) -> list[float]:
+    """AdaGrad epochs in ``glove-train``, its per-epoch cost lines driving the progress bar."""
+    cmd = [tool("glove-train"), tmp / "shuf.bin", tmp / "vocab.txt", tmp / "vectors", cfg.dim,
+           cfg.resolved_epochs(), threads, cfg.x_max, cfg.alpha, cfg.learning_rate,
+           int(unk_vector), cfg.seed]
+    costs, tail = [], []
+    proc = subprocess.Popen([str(c) for c in cmd], stderr=subprocess.PIPE, text=True, errors="replace")
+    bar = epochs_bar(range(cfg.resolved_epochs()), "GloVe epochs", show_progress)
+    with bar:
+        for line in proc.stderr:
+            tail = (tail + [line.strip()])[-3:]
+            m = re.match(r"iter: *(\d+), cost: *([-+0-9.eEnaif]+)", line)
+            if m:
+                costs.append(float(m.group(2)))
+                bar.update(1)
+    if proc.wait() != 0:
+        raise LmlowError(f"glove-train failed (exit {proc.returncode}): {' / '.join(tail)}")
+    if costs and not np.isfinite(costs[-1]):
+        raise LmlowError("GloVe diverged (non-finite cost); lower --learning-rate")
+    return costs
+
+
+def _read_vectors(path: Path, dim: int):
+    from gensim.models import KeyedVectors
+
+    words, rows = [], []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\n").split(" ")
+            words.append(UNK if parts[0] == RAW_UNK else parts[0])
+            rows.append(np.asarray(parts[1:], dtype=np.float32))
+    vectors = np.stack(rows)
+    if vectors.shape[1] != dim or not np.isfinite(vectors).all():
+        raise LmlowError("GloVe diverged (non-finite vectors); lower --learning-rate")
+    kv = KeyedVectors(dim)
+    kv.add_vectors(words, vectors)
+    return kv
 
 
 def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:

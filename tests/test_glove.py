@@ -37,10 +37,10 @@ def test_trained_vectors_put_related_words_closer(tmp_path):
         np.testing.assert_allclose(again["request"], kv["request"], rtol=1e-5)
 
 
-def test_min_count_maps_rare_words_to_unk():
+def test_min_count_keeps_frequent_words_in_glove_order():
     from collections import Counter
-    v = glove_vocabulary(Counter({"a": 9, "b": 5, "c": 4, "<unk>": 3}), min_count=5)
-    assert list(v) == ["a", "b", "<unk>"] and v["<unk>"] == 2
+    v = glove_vocabulary(Counter({"b": 9, "a": 9, "c": 5, "d": 4, "<unk>": 7}), min_count=5)
+    assert list(v) == ["a", "b", "<unk>", "c"]
 
 
 def test_embed_cli_refuses_to_overwrite(tmp_path):
