@@ -118,11 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("embed", help="train in-domain GloVe vectors on text",
-                       description="Train GloVe word vectors (co-occurrence counts with 1/distance "
-                       "weighting in a symmetric window, weighted least squares with AdaGrad) on "
-                       "tokenised text read as corpora are read. Words seen fewer than "
-                       "--min-count times become <unk>, which gets its own trained vector. "
-                       "Writes GloVe text (--out) and a gensim file beside it (.kv).")
+                       description="Train GloVe word vectors with Stanford's GloVe tools "
+                       "(co-occurrence counts with 1/distance weighting in a symmetric window, "
+                       "separate word and context vectors fitted by weighted least squares with "
+                       "AdaGrad; written as their sum) on tokenised text read as corpora are read. "
+                       "Words seen fewer than --min-count times get no vector; <unk> gets the mean "
+                       "of the 100 rarest words' vectors (GloVe's convention), or its own trained "
+                       "vector when the text contains <unk>. Writes GloVe text (--out) and a "
+                       "gensim file beside it (.kv).")
     p.add_argument("texts", nargs="+", type=Path, metavar="TEXT",
                    help="tokenised text files (e.g. from lmlow prepare --no-split), streamed")
     p.add_argument("--out", type=Path, required=True, help="output vectors, GloVe text format")
@@ -139,7 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.75, help="weighting exponent (default: 0.75)")
     p.add_argument("--learning-rate", type=float, default=0.05, help="AdaGrad rate (default: 0.05)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (default: 0 = all cores)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
+    p.add_argument("--seed", type=int, default=1,
+                   help="random seed (default: 1; with more than one thread, updates race "
+                   "as in GloVe, so runs differ slightly)")
+    p.add_argument("--memory", type=float, default=4.0,
+                   help="soft memory limit in GB for counting and shuffling (default: 4)")
+    p.add_argument("--tmp-dir", type=Path, default=None,
+                   help="where the co-occurrence files go (default: the system's temp folder)")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.set_defaults(func=cmd_embed)
 
@@ -222,10 +231,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, help="text file, one sentence per line")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("sweep", help="train a grid of configurations (one run folder each)",
+                       description="Train every configuration of a grid, for each seed, as "
+                       "ordinary `lmlow train` runs in SWEEP_DIR/CONFIG.seedN. Finished runs are "
+                       "skipped and interrupted ones resumed, so the same command continues a "
+                       "sweep. Grids (Kummerfeld et al. 2020): table1 (the 20 valid tying/"
+                       "freezing/pretraining combinations), six (section 3's six), unk (six x "
+                       "K, --values 0,1,2,5), pretrain (six x each --embeddings file), datasize "
+                       "(six x training fractions, --values 0.25,0.5,1), or a TOML file with "
+                       "[runs.NAME] tables of train settings. Any train flag after the options "
+                       "applies to every run.",
+                       epilog="Example: lmlow sweep data/ptb --grid six --out sweeps/ptb-six "
+                       "--embeddings vectors/ptb.200d.txt --seeds 1,2,3 --max-time 5")
+    p.add_argument("corpus", type=Path, help="corpus folder")
+    p.add_argument("--grid", required=True, help="table1, six, unk, pretrain, datasize or FILE.toml")
+    p.add_argument("--out", type=Path, required=True, help="sweep folder (created)")
+    p.add_argument("--preset", default="small", choices=["paper", "small", "tiny"],
+                   help="defaults of every run (default: small)")
+    p.add_argument("--embeddings", default=None, metavar="FILE[,FILE...]",
+                   help="vectors for pretrained configurations (several for --grid pretrain)")
+    p.add_argument("--seeds", default="1", help="comma-separated seeds (default: 1)")
+    p.add_argument("--values", default=None,
+                   help="the unk grid's K values or the datasize grid's fractions, comma-separated")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="runs at a time; CPU threads are split between them (default: 1)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the `lmlow train` commands, one per line (for SLURM arrays, GNU "
+                   "parallel), and run nothing")
+    _add_config_args(p, skip=("embeddings", "seed"))
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("report", help="results table and learning curves of a sweep",
+                       description="Write SWEEP_DIR/results.md, results.csv and results.json (one "
+                       "row per configuration: its embedding roles, parameters, valid/test "
+                       "perplexity of the best checkpoints as mean and sd over seeds, tokens/s, "
+                       "minutes; worst first, as in the paper's Table 1) and curves.png (the "
+                       "validation curves of all runs).")
+    p.add_argument("sweep_dir", type=Path, help="sweep folder")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="a run folder (e.g. `lmlow ngram` output) added as a row")
+    p.set_defaults(func=cmd_report)
     return ap
 
 
-def _add_config_args(p: argparse.ArgumentParser) -> None:
+def _add_config_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     """One flag per Config field: the dataclass is the single source of truth."""
     from dataclasses import fields
 
@@ -234,7 +284,7 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("settings (default: Merity et al.'s PTB values; presets change some)")
     types = {"embeddings": str, "out_size": int}
     for f in fields(Config):
-        if f.name in ("corpus", "preset"):
+        if f.name in ("corpus", "preset", *skip):
             continue
         flag = "--" + f.name.replace("_", "-")
         default = "none" if f.default is None else (",".join(f.default) if isinstance(f.default, tuple) else f.default)
@@ -375,19 +425,17 @@ def format_stats(s: dict) -> str:
 
 
 def cmd_embed(args) -> None:
-    import resource
-
     from lmlow.glove import GloveConfig, save_vectors, train_glove
 
     refuse_overwrite([args.out, args.out.with_suffix(".kv")], args.force)  # before hours of work
     cfg = GloveConfig(args.dim, args.window, args.min_count, args.epochs, args.x_max,
-                      args.alpha, args.learning_rate, args.threads, args.seed)
-    kv, rep = train_glove(args.texts, cfg)
+                      args.alpha, args.learning_rate, args.threads, args.seed, args.memory)
+    kv, rep = train_glove(args.texts, cfg, work_dir=args.tmp_dir)
     paths = save_vectors(kv, args.out, force=args.force)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{rep.vocabulary} words x {args.dim} dims from {rep.tokens} tokens "
           f"({rep.cooccurrences} co-occurring pairs); counting {rep.seconds_counting:.0f}s, "
-          f"{cfg.resolved_epochs()} epochs {rep.seconds_training:.0f}s; peak memory {peak:.0f} MB")
+          f"{cfg.resolved_epochs()} epochs {rep.seconds_training:.0f}s (final cost "
+          f"{rep.costs[-1]:.4f}); peak memory {rep.peak_memory_mb:.0f} MB")
     print("wrote " + ", ".join(map(str, paths)))
 
 
@@ -458,6 +506,38 @@ def cmd_ngram(args) -> None:
     print(f"done: {cfg.order}-gram{fallback} in {cfg.train_seconds:.0f}s (lmplz peak memory "
           f"{cfg.lmplz_peak_rss_mb} MB); valid ppl {ev.perplexity:.2f} "
           f"({ev.perplexity_excluding_unk:.2f} excluding <unk>) -> {args.out}/model.bin")
+
+
+def cmd_sweep(args) -> None:
+    from lmlow.sweep import dry_run, execute, plan
+
+    try:
+        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+    except ValueError:
+        raise LmlowError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
+    if args.jobs < 1:
+        raise LmlowError("--jobs must be at least 1")
+    extra = {k: v for k, v in _settings(args).items() if k not in ("embeddings", "seed")}
+    embeddings = [e for e in (args.embeddings or "").split(",") if e]
+    values = args.values.split(",") if args.values else None
+    runs = plan(args.corpus, args.out, args.grid, seeds, args.preset, embeddings, values, extra)
+    if args.dry_run:
+        print("\n".join(dry_run(runs, args.out)))
+        return
+    results = execute(runs, args.out, args.jobs)
+    failed = [r.folder for r, code in results if code != 0]
+    if failed:
+        raise LmlowError(f"{len(failed)} runs failed ({', '.join(failed[:3])}...); see their "
+                         f"train.log; the same command retries them")
+    print(f"done; `lmlow report {args.out}` writes the table")
+
+
+def cmd_report(args) -> None:
+    from lmlow.report import write_report
+
+    for path in write_report(args.sweep_dir, args.baseline):
+        print(f"wrote {path}")
+    print((args.sweep_dir / "results.md").read_text())
 
 
 def cmd_eval(args) -> None:

@@ -30,6 +30,8 @@ class Config:
     corpus: str = _f("", "corpus folder with train/valid/test.txt")
     unk_threshold: int = _f(0, "UNK rule: words with training count below K become <unk>")
     embeddings: str | None = _f(None, "pretrained vectors (GloVe text, word2vec text/.bin, gensim .kv)")
+    train_fraction: float = _f(1.0, "train on the first fraction of the training lines (the "
+                               "vocabulary and UNK rule still come from the whole split)")
     extend_vocab: bool = _f(False, "add the embedding words to the vocabulary (count 0; K=0 only)")
     # embedding configuration
     tie: bool = _f(True, "share one matrix between input and output embeddings")
@@ -50,7 +52,8 @@ class Config:
     # optimisation
     optimizer: str = _f("sgd", "sgd (with NT-ASGD), adam or adamw")
     lr: float = _f(30.0, "learning rate")
-    schedule: str = _f("none", "learning-rate schedule: none, step, plateau")
+    schedule: str = _f("none", "learning-rate schedule: none, step, plateau, or cosine (to 0 at "
+                       "the end of the budget: --max-time, --max-steps or --max-epochs)")
     warmup_steps: int = _f(0, "linear warm-up over this many updates")
     step_size: int = _f(1, "step schedule: epochs between decays")
     gamma: float = _f(0.5, "step/plateau schedule: decay factor")
@@ -73,6 +76,8 @@ class Config:
     eval_every: int = _f(0, "also evaluate every N updates within an epoch (0: per epoch only)")
     seed: int = _f(1, "random seed")
     device: str = _f("auto", "auto, cpu or cuda")
+    precision: str = _f("auto", "matmul precision: auto (fp16 on CUDA, bf16 on CPUs with AMX, "
+                        "else fp32), fp32, bf16 or fp16; weights and optimiser stay fp32")
     threads: int = _f(0, "CPU threads (0: all cores)")
     preset: str | None = _f(None, "the preset the defaults came from")
 
@@ -114,14 +119,17 @@ class Config:
         for name in ("dropout", "dropouth", "dropouti", "dropoute", "wdrop", "label_smoothing"):
             if not 0 <= getattr(self, name) < 1:
                 raise LmlowError(f"--{name.replace('_', '-')} must be in [0, 1)")
-        checks = {"optimizer": ("sgd", "adam", "adamw"), "schedule": ("none", "step", "plateau"),
-                  "smoothing_prior": ("uniform", "unigram"), "device": ("auto", "cpu", "cuda")}
+        checks = {"optimizer": ("sgd", "adam", "adamw"), "schedule": ("none", "step", "plateau", "cosine"),
+                  "smoothing_prior": ("uniform", "unigram"), "device": ("auto", "cpu", "cuda"),
+                  "precision": ("auto", "fp32", "bf16", "fp16")}
         for name, choices in checks.items():
             if getattr(self, name) not in choices:
                 raise LmlowError(f"--{name.replace('_', '-')}: choose one of {', '.join(choices)}")
         for name in ("layers", "batch_size", "bptt", "eval_batch_size", "emb_size", "hidden_size"):
             if getattr(self, name) < 1:
                 raise LmlowError(f"--{name.replace('_', '-')} must be at least 1")
+        if not 0 < self.train_fraction <= 1:
+            raise LmlowError("--train-fraction must be in (0, 1]")
         if self.nonmono < 1:
             raise LmlowError("--nonmono must be at least 1")
         if self.unk_threshold < 0 or self.max_epochs < 0:
@@ -164,6 +172,18 @@ class Config:
 
 def read_settings(path: Path) -> dict:
     """The settings a TOML or JSON file gives (only those it names)."""
+    return check_settings(load_table(path), path)
+
+
+def check_settings(data: dict, where) -> dict:
+    unknown = sorted(set(data) - {f.name for f in fields(Config)})
+    if unknown:
+        raise LmlowError(f"{where}: unknown setting {unknown[0]!r}")
+    return data
+
+
+def load_table(path: Path) -> dict:
+    """A TOML or JSON file's top-level table, with one-line errors."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -174,10 +194,6 @@ def read_settings(path: Path) -> dict:
         raise LmlowError(f"{path}: not a valid config file ({e})") from None
     if not isinstance(data, dict):
         raise LmlowError(f"{path}: expected a table of settings")
-    known = {f.name for f in fields(Config)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise LmlowError(f"{path}: unknown setting {unknown[0]!r}")
     return data
 
 
