@@ -73,6 +73,27 @@ def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bpt
     fresh state after ``<eos>``, as an n-gram model sees it.
     """
     import torch
+    import torch.nn.functional as F
+
+    out = np.full(len(ids), np.nan)
+    with torch.no_grad():
+        for output, y, pos in lstm_outputs(model, ids, eos_id, batch_size, bptt, reset_lines,
+                                           context, device):
+            logp = F.log_softmax(model.logits(output, bias_scale).float(), dim=-1)
+            out[pos] = logp.gather(-1, y.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+    if np.isnan(out).any():
+        raise RuntimeError("internal error: some tokens were not scored")
+    return out
+
+
+def lstm_outputs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bptt: int = 70,
+                 reset_lines: bool = False, context: int = 128, device=None):
+    """The last LSTM layer's output before every scored token of ``ids``, in pieces: yields
+    (output (N, d), targets (N,), positions (N,) in ``ids``), each token exactly once, in
+    eval mode (the batching of :func:`lstm_logprobs`; the outputs carry no gradient, but
+    whatever the caller computes from them should run under ``torch.no_grad()``). The model
+    is left in eval mode."""
+    import torch
 
     ids = np.asarray(ids, dtype=np.int64)
     full = np.concatenate([[eos_id], ids])
@@ -87,21 +108,15 @@ def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bpt
         b = max(1, min(batch_size, n // max(1, bptt)))
         bounds = np.linspace(0, n, b + 1).astype(np.int64)
         groups = [[(max(0, s - context), s, e) for s, e in zip(bounds[:-1], bounds[1:])]]
-    out = np.full(n, np.nan)
     model.eval()
     device = device or next(model.parameters()).device
-    with torch.no_grad():
-        for group in groups:
-            _score_group(model, full, group, bptt, bias_scale, device, out)
-    if np.isnan(out).any():
-        raise RuntimeError("internal error: some tokens were not scored")
-    return out
+    for group in groups:
+        yield from _group_outputs(model, full, group, bptt, device)
 
 
-def _score_group(model, full, group, bptt, bias_scale, device, out) -> None:
-    """Run side-by-side pieces (warm-up start, first scored, end) and write their scores."""
+def _group_outputs(model, full, group, bptt, device):
+    """Run side-by-side pieces (warm-up start, first scored, end); yield their scored outputs."""
     import torch
-    import torch.nn.functional as F
 
     length = max(e - w for w, _, e in group)
     shape = (length, len(group))
@@ -115,9 +130,10 @@ def _score_group(model, full, group, bptt, bias_scale, device, out) -> None:
     hidden = model.init_hidden(len(group))
     for t in range(0, length, bptt):
         xt = torch.from_numpy(x[t:t + bptt]).to(device)
-        yt = torch.from_numpy(y[t:t + bptt]).to(device)
-        output, hidden, _, _ = model(xt, hidden)
-        logp = F.log_softmax(model.logits(output, bias_scale).float(), dim=-1)
-        lp = logp.gather(-1, yt.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+        with torch.no_grad():
+            output, hidden, _, _ = model(xt, hidden)
         m = scored[t:t + bptt]
-        out[pos[t:t + bptt][m]] = lp[m]
+        if m.any():
+            mt = torch.from_numpy(m).to(device)
+            yield (output[mt], torch.from_numpy(y[t:t + bptt][m]).to(device),
+                   pos[t:t + bptt][m])
