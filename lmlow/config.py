@@ -63,8 +63,10 @@ class Config:
     wdecay: float = _f(1.2e-6, "weight decay")
     alpha: float = _f(2.0, "AR: activation regularisation weight")
     beta: float = _f(1.0, "TAR: temporal activation regularisation weight")
-    label_smoothing: float = _f(0.0, "label smoothing epsilon")
-    smoothing_prior: str = _f("uniform", "label smoothing prior: uniform or unigram")
+    label_smoothing: float = _f(0.0, "label smoothing epsilon: the loss's target is (1 - eps) "
+                                "x the true word + eps x the prior (Koehn 2020, 10.2.3); 0: off")
+    smoothing_prior: str = _f("uniform", "label smoothing prior: uniform (all words alike) or "
+                              "unigram (the training split's word frequencies)")
     batch_size: int = _f(80, "training batch size")
     bptt: int = _f(70, "mean BPTT length (varied per batch, as in AWD-LSTM)")
     eval_batch_size: int = _f(10, "evaluation batch size")

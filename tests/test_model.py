@@ -126,6 +126,30 @@ def test_unigram_label_smoothing_by_hand():
     assert torch.allclose(got, expected)
 
 
+def test_uniform_label_smoothing_by_hand():
+    """Koehn's label smoothing: the target is (1 - eps) one-hot + eps uniform."""
+    torch.manual_seed(0)
+    m = AWDLSTM(5, 3, 3, 1, 3, tie=False)
+    out, y = torch.randn(2, 1, 3), torch.tensor([[4], [0]])
+    logp = torch.log_softmax(m.decoder(out).reshape(-1, 5), -1)
+    nll = -logp[torch.arange(2), y.reshape(-1)]
+    expected = (0.8 * nll + 0.2 * -logp.mean(-1)).mean()
+    got = lm_loss(m, out, y, Config(label_smoothing=0.2, smoothing_prior="uniform"), None)
+    assert torch.allclose(got, expected)
+    plain = lm_loss(m, out, y, Config(label_smoothing=0.0, smoothing_prior="unigram"), None)
+    assert torch.allclose(plain, nll.mean())
+
+
+def test_label_smoothing_flags(speech_corpus, tmp_path):
+    t = Trainer(tiny(speech_corpus, label_smoothing=0.1, smoothing_prior="unigram", max_steps=3),
+                tmp_path / "r", quiet=True)
+    counts = torch.from_numpy(t.vocab.count_array()).float()
+    assert torch.allclose(t.prior, counts / counts.sum())   # the training unigram distribution
+    t.run()
+    with pytest.raises(LmlowError, match="--smoothing-prior"):
+        Config(label_smoothing=0.1, smoothing_prior="zipf").validate()
+
+
 def test_scores_do_not_depend_on_batch_size_or_bptt(speech_corpus, tmp_path):
     cfg = tiny(speech_corpus, max_steps=20)
     t = Trainer(cfg, tmp_path / "run", quiet=True)
