@@ -272,6 +272,126 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", type=Path, default=None,
                    help="a run folder (e.g. `lmlow ngram` output) added as a row")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("analyze", help="how an LSTM run's output bias carries word frequency",
+                       description="Frequency analyses of RUN_DIR's best model on a split, written "
+                       "to OUT/analysis.json with PNG plots: Spearman and Pearson correlation of "
+                       "the output bias b with the log-unigram distribution of the training split "
+                       "(Kobayashi et al. 2023, Table 3; bias_vs_frequency.png); KL(unigram || "
+                       "mean predicted distribution) with and without b (their Table 1; "
+                       "prediction_vs_frequency.png is their Fig. 1); the mean log-probability "
+                       "of the ground-truth word against its log-unigram probability, binned, with "
+                       "all parameters and with b dropped (Meister et al. 2023, Fig. 4; "
+                       "logprob_vs_frequency.png); and, for a run trained with --track-frequency, "
+                       "the curves of frequency.jsonl (Meister Fig. 1 and Figs. 13-14; "
+                       "frequency_curves.png).",
+                       epilog="Example: lmlow analyze runs/ptb-unigram --split valid")
+    p.add_argument("run_dir", type=Path, help="LSTM run folder")
+    p.add_argument("--split", default="valid", choices=["train", "valid", "test"],
+                   help="the text the predictions are measured on (default: valid)")
+    p.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/analysis)")
+    p.add_argument("--tokens", type=int, default=0,
+                   help="use only the first N tokens of the split (default: 0 = all)")
+    p.add_argument("--bins", type=int, default=20,
+                   help="equal-width log-frequency bins of the binned plots (default: 20)")
+    p.add_argument("--corpus", type=Path, help="read the split from another corpus folder")
+    p.add_argument("--checkpoint", default="best", choices=["best", "last"],
+                   help="best: the best model by validation perplexity; last: the latest "
+                   "weights (default: best)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="where to run the model (default: auto, a GPU if torch sees one)")
+    p.add_argument("--force", action="store_true", help="overwrite an earlier analysis in --out")
+    p.add_argument("--json", action="store_true", help="print the summary numbers as JSON")
+    p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser("compare", help="learning efficiency of runs: area under the learning curve",
+                       description="Compare the validation learning curves (metrics.jsonl) of "
+                       "runs: the area under the curve by the trapezoidal rule divided by the "
+                       "interval's length (Meister et al. 2023's ALC; the curve's mean value, so "
+                       "lower is better for loss and perplexity) over the first --steps updates, "
+                       "over all updates and over wall-clock time, and the final and best "
+                       "validation perplexity. Curves start at the first evaluation: train with "
+                       "--track-frequency (which also validates the untrained model at update 0) "
+                       "and --eval-every N for dense curves. Prints a Markdown table.",
+                       epilog="Example: lmlow compare runs/ptb-unigram runs/ptb-zero --steps 1000 "
+                       "--out experiments/frequency/compare")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders")
+    p.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="also the ALC over updates 0..N (the curve is interpolated at N; empty "
+                   "for a run that stopped before N)")
+    p.add_argument("--metric", default="loss", choices=["loss", "ppl"],
+                   help="the curve to integrate: validation cross-entropy in nats, or "
+                   "perplexity (default: loss)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--csv", action="store_true", help="print CSV instead of Markdown")
+    fmt.add_argument("--json", action="store_true", help="print JSON (with the curves)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="also write DIR/compare.md, compare.csv, compare.json and curves.png "
+                   "(validation perplexity against updates and minutes)")
+    p.add_argument("--force", action="store_true", help="overwrite files in --out")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("generate", help="sample text from an LSTM run",
+                       description="Sample text from RUN_DIR's best model: the next-word "
+                       "distribution is softmax((W h + LAMBDA b) / T) with b the output bias, "
+                       "then top-k, then top-p (nucleus) filtering. Generation starts after "
+                       "<eos> (the start of a text) and the prompt; <eos> is printed as a line "
+                       "break. The same --seed gives the same text; sample i is the same "
+                       "whatever --samples is.",
+                       epilog="Example: lmlow generate runs/ptb --prompt 'the company said' "
+                       "--words 40 --top-p 0.9 --seed 3 --samples 2")
+    p.add_argument("run_dir", type=Path, help="LSTM run folder")
+    _add_sampling_args(p)
+    p.add_argument("--prompt", default="", metavar="TEXT",
+                   help="text to continue, tokenised like the corpus (words the vocabulary "
+                   "lacks are read as <unk>; default: none)")
+    p.add_argument("--words", type=int, default=50,
+                   help="tokens to generate per sample, <eos> included (default: 50)")
+    p.add_argument("--samples", type=int, default=1, help="number of samples (default: 1)")
+    p.add_argument("--bias-scale", type=float, default=1.0, metavar="LAMBDA",
+                   help="multiply the output bias by LAMBDA: 1 is the trained model, 0 drops "
+                   "the bias (Kobayashi et al. 2023) (default: 1)")
+    p.add_argument("--checkpoint", default="best", choices=["best", "last"],
+                   help="best: the best model by validation perplexity; last: the latest "
+                   "weights (default: best)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="where to run the model (default: auto, a GPU if torch sees one)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object per sample (sample, seed, tokens, text)")
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("bias-sweep", help="diversity and perplexity as the output bias is scaled",
+                       description="Kobayashi et al. (2023) Table 2 for an LSTM run: for each "
+                       "LAMBDA, sample --samples texts of --words tokens with logits W h + LAMBDA "
+                       "b and measure Distinct-1 and Distinct-2 (unique n-grams / all n-grams, "
+                       "within samples, pooled), n-gram diversity (the product of Distinct-n for "
+                       "n = 2, 3, 4), the mean ln unigram probability and the <eos> and <unk> "
+                       "shares of the sampled tokens; and the perplexity and KL(unigram || mean "
+                       "prediction) of the LAMBDA-scaled model on --split. A last row measures "
+                       "the split's own text cut into pieces of the same size. Writes "
+                       "OUT/bias_sweep.md, .csv, .json and samples.jsonl and prints the table.",
+                       epilog="Example: lmlow bias-sweep runs/ptb --lambdas 0,0.25,0.5,0.75,1 "
+                       "--samples 100 --words 100 --top-p 0.9")
+    p.add_argument("run_dir", type=Path, help="LSTM run folder")
+    p.add_argument("--lambdas", default="0,0.25,0.5,0.75,1", metavar="LIST",
+                   help="comma-separated bias scales (default: 0,0.25,0.5,0.75,1)")
+    p.add_argument("--samples", type=int, default=100, help="samples per lambda (default: 100)")
+    p.add_argument("--words", type=int, default=100, help="tokens per sample (default: 100)")
+    _add_sampling_args(p)
+    p.add_argument("--prompt", default="", metavar="TEXT",
+                   help="text every sample continues (default: none, start of a text)")
+    p.add_argument("--split", default="test", choices=["train", "valid", "test"],
+                   help="split of the perplexity column (default: test)")
+    p.add_argument("--corpus", type=Path, help="read the split from another corpus folder")
+    p.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/bias-sweep)")
+    p.add_argument("--force", action="store_true", help="overwrite an earlier sweep in --out")
+    p.add_argument("--checkpoint", default="best", choices=["best", "last"],
+                   help="best: the best model by validation perplexity; last: the latest "
+                   "weights (default: best)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="where to run the model (default: auto, a GPU if torch sees one)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_bias_sweep)
     return ap
 
 
@@ -527,8 +647,8 @@ def cmd_sweep(args) -> None:
     results = execute(runs, args.out, args.jobs)
     failed = [r.folder for r, code in results if code != 0]
     if failed:
-        raise LmlowError(f"{len(failed)} runs failed ({', '.join(failed[:3])}...); see their "
-                         f"train.log; the same command retries them")
+        raise LmlowError(f"{len(failed)} runs failed ({', '.join(failed[:3])}...); see "
+                         f"{args.out}/logs/; the same command retries them")
     print(f"done; `lmlow report {args.out}` writes the table")
 
 
@@ -572,6 +692,105 @@ def cmd_score(args) -> None:
                           "log10prob": [round(p / LN10, 6) for p in ln],
                           "oov": [o for _, _, o in scored], "total_logprob": round(sum(ln), 6),
                           "total_log10prob": round(sum(ln) / LN10, 6)}))
+
+
+def _add_sampling_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--temperature", type=float, default=1.0, metavar="T",
+                   help="divide the logits by T: below 1 sharper, above 1 flatter; 0 is greedy "
+                   "(default: 1)")
+    p.add_argument("--top-k", type=int, default=0, metavar="K",
+                   help="sample among the K most probable words only; 1 is greedy (default: 0 = "
+                   "all)")
+    p.add_argument("--top-p", type=float, default=1.0, metavar="P",
+                   help="nucleus sampling: among the most probable words whose probabilities "
+                   "add up to P (default: 1 = all)")
+    p.add_argument("--no-unk", action="store_true", help="never sample <unk>")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
+
+
+def cmd_analyze(args) -> None:
+    from lmlow.analysis import analyze, to_json
+
+    r = analyze(args.run_dir, args.split, args.out, args.tokens, args.bins, args.corpus,
+                args.checkpoint, args.device, args.force)
+    keys = ["bias_spearman", "bias_pearson", "bias_norm", "bias_kl_unigram", "kl_unigram_avg",
+            "kl_unigram_avg_no_bias", "kl_uniform_avg", "kl_uniform_avg_no_bias", "perplexity",
+            "perplexity_no_bias"]
+    if args.json:
+        print(to_json({k: r[k] for k in ["run", "split", "tokens", *keys]}))
+        return
+    from lmlow.tables import markdown
+
+    print(f"{args.run_dir} ({', '.join(r['init'])} init) on {args.split}, {r['tokens']} tokens:")
+    print(markdown(["", "with bias", "bias dropped"], [
+        ["KL(unigram || mean prediction)", r["kl_unigram_avg"], r["kl_unigram_avg_no_bias"]],
+        ["KL(uniform || mean prediction)", r["kl_uniform_avg"], r["kl_uniform_avg_no_bias"]],
+        ["perplexity", r["perplexity"], r["perplexity_no_bias"]]], digits=4))
+    print(f"bias vs log unigram: Spearman {r['bias_spearman']:.3f}, Pearson "
+          f"{r['bias_pearson']:.3f}; ||b|| {r['bias_norm']:.2f}; KL(unigram || softmax(b)) "
+          f"{r['bias_kl_unigram']:.3f}")
+    print(f"wrote {args.out or args.run_dir / 'analysis'}/analysis.json and plots")
+
+
+def cmd_compare(args) -> None:
+    from lmlow.analysis import compare, compare_table, plot_compare, to_json
+    from lmlow.data.textio import atomic_write_text
+    from lmlow.tables import markdown, to_csv
+
+    rows = compare(args.runs, args.steps, args.metric)
+    headers, table = compare_table(rows, args.steps)
+    md = (f"ALC: mean validation {'cross-entropy (nats)' if args.metric == 'loss' else 'perplexity'}"
+          f" over the interval (lower is better)\n\n" + markdown(headers, table, digits=4))
+    if args.out:
+        names = ["compare.md", "compare.csv", "compare.json", "curves.png"]
+        refuse_overwrite([args.out / n for n in names], args.force)
+        args.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out / "compare.md", md + "\n")
+        atomic_write_text(args.out / "compare.csv", to_csv(headers, table))
+        atomic_write_text(args.out / "compare.json", to_json(rows, indent=1) + "\n")
+        plot_compare(rows, args.out / "curves.png", args.steps)
+    if args.json:
+        print(to_json(rows))
+    elif args.csv:
+        print(to_csv(headers, table), end="")
+    else:
+        print(md)
+
+
+def cmd_generate(args) -> None:
+    from lmlow.generate import Sampling, open_run, render, sample_ids
+
+    run = open_run(args.run_dir, args.checkpoint, args.device)
+    words = args.prompt.split()
+    unknown = [w for w in words if w not in run.vocab]
+    if unknown and not args.json:
+        print(f"(read as <unk>, not in the vocabulary: {' '.join(unknown[:10])})", file=sys.stderr)
+    sampling = Sampling(args.temperature, args.top_k, args.top_p, args.bias_scale, args.no_unk)
+    ids = sample_ids(run.model, run.vocab, run.vocab.encode(words), args.words, args.samples,
+                     args.seed, sampling, run.device)
+    for i, s in enumerate(ids):
+        tokens = run.vocab.decode(s)
+        text = render(words + tokens) if words else render(tokens)
+        if args.json:
+            print(json.dumps({"sample": i, "seed": args.seed, "prompt": args.prompt,
+                              "tokens": tokens, "text": text}))
+        else:
+            print(("\n" if i else "") + text)
+
+
+def cmd_bias_sweep(args) -> None:
+    from lmlow.analysis import to_json
+    from lmlow.generate import bias_sweep, parse_lambdas
+
+    lambdas = parse_lambdas(args.lambdas)     # before loading anything
+    r = bias_sweep(args.run_dir, lambdas, args.samples, args.words, args.seed, args.temperature,
+                   args.top_k, args.top_p, args.prompt, args.no_unk, args.split, args.corpus,
+                   args.out, args.force, args.checkpoint, args.device)
+    if args.json:
+        print(to_json(r))
+        return
+    print(r["markdown"])
+    print(f"wrote {args.out or args.run_dir / 'bias-sweep'}/bias_sweep.md, .csv, .json, samples.jsonl")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,6 +76,11 @@ class Config:
     max_steps: int = _f(0, "stop after this many updates (0: no limit); --resume continues")
     patience: int = _f(0, "early stopping: epochs without improvement (0: off)")
     eval_every: int = _f(0, "also evaluate every N updates within an epoch (0: per epoch only)")
+    track_frequency: bool = _f(False, "record the model's distance from the unigram and uniform "
+                               "distributions, its cross-entropy and the output bias's norm and "
+                               "KL from unigram on the first 4000 validation tokens, at updates "
+                               "0, 1, 2, 4, 8, ... and every epoch end, in RUN_DIR/frequency.jsonl "
+                               "(`lmlow analyze` plots them); also validates the untrained model")
     seed: int = _f(1, "random seed")
     device: str = _f("auto", "auto, cpu or cuda")
     precision: str = _f("auto", "matmul precision: auto (fp16 on CUDA, bf16 on CPUs with AMX, "

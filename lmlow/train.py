@@ -226,6 +226,12 @@ class Trainer:
         self.prior = (counts / counts.sum()).float().to(self.device) if cfg.smoothing_prior == "unigram" else None
         self.amp_dtype = pick_precision(cfg.precision, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
+        self.tracker = None
+        if cfg.track_frequency:   # Meister et al.'s Fig. 1 statistics (lmlow.analysis)
+            from lmlow.analysis import FrequencyTracker
+            self.tracker = FrequencyTracker(self.model, self.valid_ids, self.vocab.count_array(),
+                                            self.vocab.eos_id, self.run_dir, cfg.eval_batch_size,
+                                            cfg.bptt, self.device, fresh=resume is None)
         if resume:
             self._restore(resume)
 
@@ -316,6 +322,10 @@ class Trainer:
             raise LmlowError("every parameter is frozen: nothing to train")
         data = batchify(self.train_ids, cfg.batch_size)
         self.n_batches = data.shape[0] - 1
+        if self.tracker and self.state.step == 0:  # learning curves start at the initialisation
+            loss = self.validate()
+            self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": math.exp(loss),
+                               "lr": self.state.lr, "elapsed": 0.0})
         start = time.time() - self.state.train_seconds
         while self.state.epoch < cfg.max_epochs and not (cfg.max_steps and self.state.step >= cfg.max_steps):
             finished = self._train_epoch(data, start)
@@ -342,6 +352,8 @@ class Trainer:
         bar.update(st.position)
         last_save = time.time()
         while st.position < n - 1:
+            if self.tracker:   # at updates 0, 1, 2, 4, ...; no random numbers drawn
+                self.tracker.at_step(st.step, st.epoch + st.position / n, st.train_seconds)
             seq = min(seq_length(self.rng, cfg.bptt), n - st.position)
             x = torch.from_numpy(np.ascontiguousarray(data[st.position:st.position + seq], np.int64))
             y = torch.from_numpy(np.ascontiguousarray(data[st.position + 1:st.position + 1 + seq], np.int64))
@@ -447,6 +459,8 @@ class Trainer:
         st.position = 0
         self.hidden = None
         loss = self.validate()
+        if self.tracker:
+            self.tracker.record(st.step, st.epoch, st.train_seconds, "epoch")
         improved = loss < st.best_valid
         self._log_metrics({"epoch": st.epoch, "step": st.step, "train_loss": self.epoch_stats["train_loss"],
                            "train_ppl": math.exp(min(50, self.epoch_stats["train_loss"])),
@@ -530,7 +544,7 @@ def prepare_run_dir(run_dir: Path, force: bool) -> None:
         if not force:
             raise LmlowError(f"{run_dir} is not empty; use --resume {run_dir} to continue it, "
                              "or --force to start over in it")
-        for name in ("best.pt", "last.pt", "metrics.jsonl", "config.json", "vocab.txt"):
+        for name in ("summary.json", "best.pt", "last.pt", "metrics.jsonl", "config.json", "vocab.txt"):
             (run_dir / name).unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
 
@@ -547,7 +561,7 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
                f"{r['coverage_tokens_pct']:.1f}% of training tokens" if "coverage_types_pct" in r else "")
         print(f"{cfg.describe()}; vocabulary {r['vocabulary']}; parameters {r['trainable']:,} "
               f"trainable, {r['frozen']:,} frozen{cov}; device {trainer.device}", flush=True)
-    return trainer.run()
+    return _finish(trainer)
 
 
 def resume(run_dir: Path, quiet: bool = False, **budget) -> dict:

@@ -1,0 +1,166 @@
+"""``lmlow sweep``: many ordinary ``lmlow train`` runs over a grid of configurations.
+
+A sweep is a folder of run folders, one per (configuration, seed), named after the
+configuration in the paper's terms. Every run is started as a ``lmlow train`` command, so
+``--dry-run`` prints exactly what a cluster scheduler would run. Finished runs (with
+``summary.json``) are skipped, interrupted ones (with ``last.pt``) resumed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lmlow.config import check_settings, load_table, table1_configurations
+from lmlow.errors import LmlowError
+
+# Kummerfeld et al. section 3: the six best configurations of Table 1 (outputs never frozen).
+SIX = [
+    ("standard", dict(tie=True, init=("random",))),
+    ("ours-random-output-unfrozen", dict(tie=False, init=("glove",))),
+    ("standard+pretraining", dict(tie=True, init=("glove",))),
+    ("ours-unfrozen", dict(tie=False, init=("glove", "glove-output"))),
+    ("ours", dict(tie=False, freeze_input=True, init=("glove", "glove-output"))),
+    ("ours-random-output", dict(tie=False, freeze_input=True, init=("glove",))),
+]
+GRIDS = ("table1", "six", "unk", "pretrain", "datasize")
+
+
+@dataclass
+class Run:
+    name: str
+    settings: dict                      # Config fields that differ from the preset
+    seed: int
+    labels: dict = field(default_factory=dict)   # the grid's columns, for the report
+
+    @property
+    def folder(self) -> str:
+        return f"{self.name}.seed{self.seed}"
+
+
+def config_name(s: dict) -> str:
+    """A configuration in the paper's terms, e.g. ``untied.in-pre-frozen.out-rand``."""
+    init = set(s.get("init", ("random",)))
+    if s.get("tie", True):
+        return f"tied.{'pre' if 'glove' in init else 'rand'}{'-frozen' if s.get('freeze_input') else ''}"
+    inp = ("pre" if "glove" in init else "rand") + ("-frozen" if s.get("freeze_input") else "")
+    out = ("pre" if "glove-output" in init else "rand") + ("-frozen" if s.get("freeze_output") else "")
+    return f"untied.in-{inp}.out-{out}"
+
+
+def grid(name: str, embeddings: list[str], values: list[str] | None = None) -> list[tuple[str, dict, dict]]:
+    """(name, settings, labels) of a named grid, or of a TOML/JSON grid file."""
+    if name == "table1":
+        return [(config_name(s), s, {}) for s in table1_configurations()]
+    if name == "six":
+        return [(n, s, {}) for n, s in SIX]
+    if name == "unk":
+        ks = [int(v) for v in (values or ["0", "1", "2", "5"])]
+        return [(f"{n}.K{k}", {**s, "unk_threshold": k}, {"K": k}) for k in ks for n, s in SIX]
+    if name == "pretrain":
+        if not embeddings:
+            raise LmlowError("--grid pretrain needs --embeddings FILE[,FILE...]")
+        return [(f"{n}.{Path(e).stem}", {**s, "embeddings": e}, {"embeddings": Path(e).stem})
+                for e in embeddings for n, s in SIX]
+    if name == "datasize":
+        fracs = [float(v) for v in (values or ["0.25", "0.5", "1"])]
+        return [(f"{n}.data{f:g}", {**s, "train_fraction": f}, {"train_fraction": f})
+                for f in fracs for n, s in SIX]
+    path = Path(name)
+    if path.suffix in (".toml", ".json") and path.exists():
+        return _grid_file(path)
+    raise LmlowError(f"--grid: unknown grid {name!r}; choose {', '.join(GRIDS)} or a .toml file")
+
+
+def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:
+    """A TOML grid: ``[runs.NAME]`` tables of ``lmlow train`` settings (Config field names)."""
+    runs = load_table(path).get("runs")
+    if not isinstance(runs, dict) or not runs or not all(isinstance(s, dict) for s in runs.values()):
+        raise LmlowError(f"{path}: a grid file needs [runs.NAME] tables of settings")
+    return [(n, check_settings(dict(s), f"{path} [runs.{n}]"), {}) for n, s in runs.items()]
+
+
+def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
+         embeddings: list[str], values: list[str] | None, extra: dict) -> list[Run]:
+    runs = []
+    for name, settings, labels in grid(grid_name, embeddings, values):
+        settings = {"corpus": str(corpus), **extra, **settings}
+        needs_vectors = {"glove", "glove-output"} & set(settings.get("init", ()))
+        if needs_vectors and not settings.get("embeddings"):
+            if not embeddings:
+                raise LmlowError(f"configuration {name} needs --embeddings FILE")
+            settings["embeddings"] = embeddings[0]
+        for seed in seeds:
+            runs.append(Run(name, {**settings, "seed": seed, "preset": preset}, seed, labels))
+    return runs
+
+
+def _flag(key: str, value) -> list[str]:
+    opt = "--" + key.replace("_", "-")
+    if key == "tie":
+        return [opt, "yes" if value else "no"]
+    if isinstance(value, bool):
+        return [opt] if value else [f"--no-{key.replace('_', '-')}"]
+    if isinstance(value, (tuple, list)):
+        return [opt, ",".join(map(str, value))]
+    return [opt, str(value)]
+
+
+def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
+    """The ``lmlow train`` command for a run: new, resumed, or None when finished."""
+    folder = out / run.folder
+    if (folder / "summary.json").exists():
+        return None
+    if (folder / "last.pt").exists():
+        return [*lmlow, "train", "--resume", str(folder), "--quiet"]
+    s = dict(run.settings)
+    cmd = [*lmlow, "train", s.pop("corpus"), "--out", str(folder), "--preset", s.pop("preset"), "--quiet"]
+    if folder.exists():
+        cmd.append("--force")          # started but nothing saved yet: the sweep's own folder
+    for k, v in s.items():
+        if k in ("init", "tie") or v is not None:
+            cmd += _flag(k, v)
+    return cmd
+
+
+def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
+            log=print) -> list[tuple[Run, int]]:
+    """Run the unfinished runs, ``jobs`` at a time with the CPU cores split between them."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.json").write_text(json.dumps([r.__dict__ for r in runs], indent=1, default=list) + "\n")
+    lmlow = [sys.executable, "-m", "lmlow.cli"]
+    todo = [(r, c) for r in runs if (c := command(r, out, lmlow))]
+    log(f"{len(runs)} runs, {len(runs) - len(todo)} finished, {len(todo)} to run, {jobs} at a time")
+    per_job = threads or max(1, (os.cpu_count() or 1) // jobs)
+    env = dict(os.environ, OMP_NUM_THREADS=str(per_job))
+    results, active = [], []
+    while todo or active:
+        while todo and len(active) < jobs:
+            run, cmd = todo.pop(0)
+            if "--resume" not in cmd:
+                cmd += ["--threads", str(per_job)]
+            (out / "logs").mkdir(exist_ok=True)
+            logf = open(out / "logs" / f"{run.folder}.log", "a")
+            log(f"start {run.folder}")
+            active.append((run, subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env), logf))
+        time.sleep(0.5)
+        for item in list(active):
+            run, proc, logf = item
+            if proc.poll() is not None:
+                logf.close()
+                active.remove(item)
+                results.append((run, proc.returncode))
+                tail = (out / "logs" / f"{run.folder}.log").read_text(errors="replace").strip().splitlines()[-1:]
+                log(f"{'done ' if proc.returncode == 0 else 'FAILED'} {run.folder}"
+                    + ("" if proc.returncode == 0 else f": {tail[0] if tail else ''}"))
+    return results
+
+
+def dry_run(runs: list[Run], out: Path) -> list[str]:
+    lmlow = ["lmlow"]
+    return [shlex.join(c) for r in runs if (c := command(r, out, lmlow))]
