@@ -507,6 +507,39 @@ def compare_table(rows: list[dict], steps: int | None) -> tuple[list[str], list[
     return headers, [["" if r[c] is None else r[c] for c in cols] for r in rows]
 
 
+def compare_markdown(rows: list[dict], steps: int | None, metric: str = "loss") -> str:
+    from lmlow.tables import markdown
+
+    what = "cross-entropy (nats)" if metric == "loss" else "perplexity"
+    return (f"ALC: mean validation {what} over the interval (lower is better)\n\n"
+            + markdown(*compare_table(rows, steps), digits=4))
+
+
+def write_compare(rows: list[dict], out: Path, steps: int | None, metric: str = "loss",
+                  force: bool = False) -> list[Path]:
+    """OUT/compare.md, .csv, .json, curves.png, and frequency_curves.png when runs have
+    frequency.jsonl; nothing is overwritten without ``force``."""
+    from lmlow.data.textio import atomic_write_text
+    from lmlow.errors import refuse_overwrite
+    from lmlow.tables import to_csv
+
+    out = Path(out)
+    tracked = {Path(r["run"]).name: read_jsonl(Path(r["run"]) / FREQUENCY_FILE) for r in rows}
+    tracked = {k: v for k, v in tracked.items() if v}
+    paths = [out / n for n in ("compare.md", "compare.csv", "compare.json", "curves.png")]
+    if tracked:
+        paths.append(out / "frequency_curves.png")
+    refuse_overwrite(paths, force)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(paths[0], compare_markdown(rows, steps, metric) + "\n")
+    atomic_write_text(paths[1], to_csv(*compare_table(rows, steps)))
+    atomic_write_text(paths[2], to_json(rows, indent=1) + "\n")
+    plot_compare(rows, paths[3], steps)
+    if tracked:
+        plot_frequency_curves(tracked, paths[4])
+    return paths
+
+
 def plot_compare(rows: list[dict], path: Path, steps: int | None = None) -> None:
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -533,4 +566,4 @@ def plot_compare(rows: list[dict], path: Path, steps: int | None = None) -> None
 
 __all__ = ["FrequencyTracker", "alc", "analyze", "bias_stats", "compare", "distinct_n",
            "distribution_stats", "frequency_record", "kl_divergence", "ngram_diversity",
-           "pearson", "spearman", "unigram_distribution"]
+           "pearson", "spearman", "unigram_distribution", "write_compare"]

@@ -326,8 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--csv", action="store_true", help="print CSV instead of Markdown")
     fmt.add_argument("--json", action="store_true", help="print JSON (with the curves)")
     p.add_argument("--out", type=Path, metavar="DIR",
-                   help="also write DIR/compare.md, compare.csv, compare.json and curves.png "
-                   "(validation perplexity against updates and minutes)")
+                   help="also write DIR/compare.md, compare.csv, compare.json, curves.png "
+                   "(validation perplexity against updates and minutes) and, for runs trained "
+                   "with --track-frequency, frequency_curves.png (their frequency.jsonl)")
     p.add_argument("--force", action="store_true", help="overwrite files in --out")
     p.set_defaults(func=cmd_compare)
 
@@ -733,28 +734,18 @@ def cmd_analyze(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from lmlow.analysis import compare, compare_table, plot_compare, to_json
-    from lmlow.data.textio import atomic_write_text
-    from lmlow.tables import markdown, to_csv
+    from lmlow.analysis import compare, compare_markdown, compare_table, to_json, write_compare
+    from lmlow.tables import to_csv
 
     rows = compare(args.runs, args.steps, args.metric)
-    headers, table = compare_table(rows, args.steps)
-    md = (f"ALC: mean validation {'cross-entropy (nats)' if args.metric == 'loss' else 'perplexity'}"
-          f" over the interval (lower is better)\n\n" + markdown(headers, table, digits=4))
     if args.out:
-        names = ["compare.md", "compare.csv", "compare.json", "curves.png"]
-        refuse_overwrite([args.out / n for n in names], args.force)
-        args.out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.out / "compare.md", md + "\n")
-        atomic_write_text(args.out / "compare.csv", to_csv(headers, table))
-        atomic_write_text(args.out / "compare.json", to_json(rows, indent=1) + "\n")
-        plot_compare(rows, args.out / "curves.png", args.steps)
+        write_compare(rows, args.out, args.steps, args.metric, args.force)
     if args.json:
         print(to_json(rows))
     elif args.csv:
-        print(to_csv(headers, table), end="")
+        print(to_csv(*compare_table(rows, args.steps)), end="")
     else:
-        print(md)
+        print(compare_markdown(rows, args.steps, args.metric))
 
 
 def cmd_generate(args) -> None:

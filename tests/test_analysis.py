@@ -226,8 +226,8 @@ def test_cli_compare(runs, tmp_path, capsys):
     assert main(args + ["--out", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
     assert "ALC@40" in out and out.count("\n| ") >= 2
-    assert {p.name for p in (tmp_path / "c").iterdir()} == {"compare.md", "compare.csv",
-                                                            "compare.json", "curves.png"}
+    assert {p.name for p in (tmp_path / "c").iterdir()} == {
+        "compare.md", "compare.csv", "compare.json", "curves.png", "frequency_curves.png"}
     assert main(args + ["--json"]) == 0
     u, z = json.loads(capsys.readouterr().out)
     assert u["curve"][0]["step"] == 0 and u["curve"][1]["step"] == 20
