@@ -135,19 +135,70 @@ def seq_length(rng: random.Random, bptt: int) -> int:
 # --------------------------------------------------------------------------- loss
 
 def lm_loss(model, output, targets, cfg: Config, prior: torch.Tensor | None) -> torch.Tensor:
-    """Cross-entropy (with optional label smoothing) over the vocabulary, in row chunks
-    recomputed in backward, so a 100k-word softmax never holds all its logits at once."""
+    """Cross-entropy (with optional label smoothing) over the vocabulary. Above
+    LOGIT_CHUNK_ELEMENTS logits it runs in row chunks that compute their gradients on the way
+    (ChunkedSoftmaxCE), so a 100k-word softmax never holds all its logits at once and is not
+    computed twice."""
     flat, y = output.reshape(-1, output.size(-1)), targets.reshape(-1)
     vocab = model.decoder.weight.size(0)
     rows = max(1, LOGIT_CHUNK_ELEMENTS // vocab)
-    if flat.size(0) <= rows:
+    if flat.size(0) <= rows or not torch.is_grad_enabled():
         return _chunk_loss(flat, y, model, cfg, prior) / y.numel()
-    from torch.utils.checkpoint import checkpoint
-    total = flat.new_zeros(())
-    for i in range(0, flat.size(0), rows):
-        total = total + checkpoint(_chunk_loss, flat[i:i + rows], y[i:i + rows], model, cfg,
-                                   prior, use_reentrant=False)
+    eps = cfg.label_smoothing
+    target_prior = None
+    if eps:
+        target_prior = prior if cfg.smoothing_prior == "unigram" else flat.new_full((vocab,), 1.0 / vocab)
+    dtype = torch.get_autocast_dtype(flat.device.type) if torch.is_autocast_enabled(flat.device.type) else None
+    total = ChunkedSoftmaxCE.apply(flat, model.decoder.weight, model.decoder.bias, y, eps,
+                                   target_prior, rows, dtype)
     return total / y.numel()
+
+
+class ChunkedSoftmaxCE(torch.autograd.Function):
+    """Summed (label-smoothed) cross-entropy of ``h @ W.T + b``, chunk by chunk, with the
+    gradients of h, W and b computed in the forward pass from each chunk's softmax
+    (d loss / d logits = softmax - target), then scaled in backward. Matmuls run in ``dtype``
+    (the autocast dtype) when given; the softmax and all accumulators are fp32."""
+
+    @staticmethod
+    def forward(ctx, h, weight, bias, y, eps, prior, rows, dtype):
+        need_h, need_w, need_b = ctx.needs_input_grad[:3]
+        mm = dtype or torch.float32
+        w = weight.to(mm)
+        gh = torch.empty(h.shape, dtype=torch.float32, device=h.device) if need_h else None
+        gw = torch.zeros(weight.shape, dtype=torch.float32, device=h.device) if need_w else None
+        gb = torch.zeros(bias.shape, dtype=torch.float32, device=h.device) if need_b else None
+        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        with torch.autocast(h.device.type, enabled=False):
+            for i in range(0, h.size(0), rows):
+                hc, yc = h[i:i + rows].to(mm), y[i:i + rows]
+                logp = torch.log_softmax((hc @ w.t()).float() + bias.float(), dim=-1)
+                picked = logp.gather(1, yc.unsqueeze(1)).squeeze(1)
+                loss = -(1 - eps) * picked.sum()
+                if eps:
+                    loss = loss - eps * (logp @ prior.float()).sum()
+                total += loss
+                g = logp.exp_()                           # softmax, in place of logp
+                g.scatter_add_(1, yc.unsqueeze(1), g.new_full((yc.numel(), 1), -(1 - eps)))
+                if eps:
+                    g -= eps * prior.float()
+                if need_b:
+                    gb += g.sum(0)
+                g = g.to(mm)
+                if need_h:
+                    gh[i:i + rows] = (g @ w).float()
+                if need_w:
+                    gw += (g.t() @ hc).float()
+        ctx.save_for_backward(*(t if t is not None else torch.empty(0) for t in (gh, gw, gb)))
+        ctx.dtypes = (h.dtype, weight.dtype, bias.dtype)
+        ctx.needs = (need_h, need_w, need_b)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads = [g.mul(grad).to(dt) if need else None
+                 for g, dt, need in zip(ctx.saved_tensors, ctx.dtypes, ctx.needs)]
+        return (*grads, None, None, None, None, None)
 
 
 def _chunk_loss(h, y, model, cfg: Config, prior) -> torch.Tensor:

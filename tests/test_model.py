@@ -99,21 +99,34 @@ def test_log_unigram_smooths_zero_counts():
     assert torch.allclose(lu.exp(), torch.tensor([3, 1, 0.5]) / 4.5)
 
 
-def test_chunked_loss_equals_full_loss(monkeypatch):
+@pytest.mark.parametrize("eps,prior_kind,tie", [(0.0, "uniform", False), (0.1, "uniform", True),
+                                                (0.1, "unigram", False)])
+def test_chunked_loss_equals_full_loss(monkeypatch, eps, prior_kind, tie):
+    """The fused chunks (gradients computed in forward) give the loss and every gradient."""
     torch.manual_seed(0)
-    m = AWDLSTM(97, 8, 12, 1, 8, tie=False)
+    m = AWDLSTM(97, 8, 12, 1, 8, tie=tie)
     out = torch.randn(6, 5, 8, requires_grad=True)
     y = torch.randint(0, 97, (6, 5))
-    cfg = Config(label_smoothing=0.1, smoothing_prior="unigram")
+    cfg = Config(label_smoothing=eps, smoothing_prior=prior_kind)
     prior = torch.softmax(torch.randn(97), 0)
+    wrt = [out, m.decoder.weight, m.decoder.bias]
     full = lm_loss(m, out, y, cfg, prior)
-    g_full = torch.autograd.grad(full, [out, m.decoder.weight])
+    g_full = torch.autograd.grad(2 * full, wrt)
     monkeypatch.setattr(train_mod, "LOGIT_CHUNK_ELEMENTS", 97 * 7)  # 7 rows per chunk
     chunked = lm_loss(m, out, y, cfg, prior)
-    g_chunk = torch.autograd.grad(chunked, [out, m.decoder.weight])
+    g_chunk = torch.autograd.grad(2 * chunked, wrt)
     assert torch.allclose(full, chunked, atol=1e-6)
     for a, b in zip(g_full, g_chunk):
         assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_chunked_loss_skips_frozen_output_weights(monkeypatch):
+    m = AWDLSTM(50, 8, 12, 1, 8, tie=False)
+    m.decoder.weight.requires_grad_(False)
+    out = torch.randn(4, 3, 8, requires_grad=True)
+    monkeypatch.setattr(train_mod, "LOGIT_CHUNK_ELEMENTS", 50 * 5)
+    lm_loss(m, out, torch.randint(0, 50, (4, 3)), Config(), None).backward()
+    assert m.decoder.weight.grad is None and out.grad is not None and m.decoder.bias.grad is not None
 
 
 def test_unigram_label_smoothing_by_hand():
