@@ -254,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", default="1", help="comma-separated seeds (default: 1)")
     p.add_argument("--values", default=None,
                    help="the unk grid's K values or the datasize grid's fractions, comma-separated")
+    p.add_argument("--unigram", action="store_true",
+                   help="add the log-unigram output bias init to every configuration (the "
+                   "paper's grids do not use it)")
     p.add_argument("--jobs", type=int, default=1,
                    help="runs at a time; CPU threads are split between them (default: 1)")
     p.add_argument("--dry-run", action="store_true",
@@ -641,7 +644,8 @@ def cmd_sweep(args) -> None:
     extra = {k: v for k, v in _settings(args).items() if k not in ("embeddings", "seed")}
     embeddings = [e for e in (args.embeddings or "").split(",") if e]
     values = args.values.split(",") if args.values else None
-    runs = plan(args.corpus, args.out, args.grid, seeds, args.preset, embeddings, values, extra)
+    runs = plan(args.corpus, args.out, args.grid, seeds, args.preset, embeddings, values, extra,
+                args.unigram)
     if args.dry_run:
         print("\n".join(dry_run(runs, args.out)))
         return

@@ -2,7 +2,7 @@
 
 Trains in-domain GloVe vectors on the bundled pretraining text, then the standard
 configuration (tied, random init) and the recommended one (untied, frozen pretrained input,
-log-unigram output bias) under the same time budget, and a KenLM 5-gram on the same tokens,
+pretrained output, log-unigram output bias) under the same time budget, and a KenLM 5-gram on the same tokens,
 and prints the comparison (validation and test perplexity, rare-word bins, time) with the
 learning curves as a PNG. Reuses what a previous run built. Usage: python -m lmlow.demo [--minutes-per-model 4] [--out runs/demo]
 """
@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpora" / "pydocs-mini"
 CONFIGS = {
     "standard (tied, random)": dict(tie=True, init=("random",)),
-    "recommended (untied, frozen GloVe input, unigram bias)":
-        dict(tie=False, freeze_input=True, init=("glove", "unigram")),
+    "recommended (untied, frozen GloVe input, GloVe output, unigram bias)":
+        dict(tie=False, freeze_input=True, init=("glove", "glove-output", "unigram")),
 }
 
 

@@ -86,10 +86,13 @@ def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:
 
 
 def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
-         embeddings: list[str], values: list[str] | None, extra: dict) -> list[Run]:
+         embeddings: list[str], values: list[str] | None, extra: dict,
+         unigram: bool = False) -> list[Run]:
     runs = []
     for name, settings, labels in grid(grid_name, embeddings, values):
         settings = {"corpus": str(corpus), **extra, **settings}
+        if unigram and "unigram" not in settings.get("init", ()):
+            settings["init"] = (*settings.get("init", ("random",)), "unigram")
         needs_vectors = {"glove", "glove-output"} & set(settings.get("init", ()))
         if needs_vectors and not settings.get("embeddings"):
             if not embeddings:
