@@ -23,13 +23,14 @@ def evaluation(run_dir: Path, split: str) -> dict:
     """The best checkpoint's evaluation, cached beside it (recomputed if the checkpoint changed)."""
     from lmlow.runs import load
 
+    checkpoint = "best" if (run_dir / "best.pt").exists() else "last"   # never validated: last
     cache = run_dir / f"eval_best_{split}.json"
-    stamp = (run_dir / "best.pt").stat().st_mtime
+    stamp = (run_dir / f"{checkpoint}.pt").stat().st_mtime
     if cache.exists():
         data = json.loads(cache.read_text())
         if data.get("checkpoint_mtime") == stamp:
             return data
-    data = load(run_dir).evaluate(split).to_dict() | {"checkpoint_mtime": stamp}
+    data = load(run_dir, checkpoint=checkpoint).evaluate(split).to_dict() | {"checkpoint_mtime": stamp}
     cache.write_text(json.dumps(data, indent=1) + "\n")
     return data
 

@@ -73,7 +73,7 @@ def load(run_dir: Path, **kw):
     run_dir = Path(run_dir)
     if is_ngram_run(run_dir):
         return NgramRun(run_dir)
-    if (run_dir / "best.pt").exists():
+    if (run_dir / f"{kw.get('checkpoint', 'best')}.pt").exists():
         return LSTMRun(run_dir, **kw)
     if not run_dir.is_dir():
         raise LmlowError(f"{run_dir}: no such run folder")

@@ -430,6 +430,8 @@ class Trainer:
             if out_of_time or (cfg.max_steps and st.step >= cfg.max_steps):
                 bar.close()
                 atomic_save(self._checkpoint(), self.run_dir / "last.pt")
+                if self.tracker:   # the weights the run stops with
+                    self.tracker.record(st.step, st.epoch + st.position / n, st.train_seconds, "end")
                 if out_of_time:  # the budget is spent: keep what the partial epoch learnt
                     self._final_validation(st.epoch + st.position / n)
                 self._say(f"stopped in epoch {st.epoch + 1} at update {st.step}; "
@@ -630,5 +632,9 @@ def resume(run_dir: Path, quiet: bool = False, **budget) -> dict:
 def _finish(trainer: Trainer) -> dict:
     """Run to the end of the budget; ``summary.json`` marks a finished run (sweeps skip it)."""
     summary = trainer.run()
+    st = trainer.state
+    if st.step and not (trainer.run_dir / "best.pt").exists():  # stopped inside the first epoch
+        trainer._final_validation(st.epoch + st.position / max(1, trainer.n_batches))
+        summary = trainer.summary()
     atomic_write_text(trainer.run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
     return summary

@@ -150,6 +150,8 @@ def test_tracking_writes_frequency_jsonl_and_does_not_change_training(speech_cor
     assert ([(r["step"], r["valid_ppl"]) for r in rows(part / "metrics.jsonl")]
             == [(r["step"], r["valid_ppl"]) for r in m_tracked])
     got = rows(part / "frequency.jsonl")
+    assert [r["step"] for r in got if r["event"] == "end"] == [45]      # where it was stopped
+    got = [r for r in got if r["event"] != "end"]
     assert [r["step"] for r in got] == steps
     assert [r["cross_entropy"] for r in got] == [r["cross_entropy"] for r in freq]
 
