@@ -73,6 +73,8 @@ def load(run_dir: Path, **kw):
     run_dir = Path(run_dir)
     if is_ngram_run(run_dir):
         return NgramRun(run_dir)
+    if "checkpoint" not in kw and not (run_dir / "best.pt").exists() and (run_dir / "last.pt").exists():
+        kw["checkpoint"] = "last"    # stopped by --max-steps before its first validation
     if (run_dir / f"{kw.get('checkpoint', 'best')}.pt").exists():
         return LSTMRun(run_dir, **kw)
     if not run_dir.is_dir():

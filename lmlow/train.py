@@ -632,9 +632,5 @@ def resume(run_dir: Path, quiet: bool = False, **budget) -> dict:
 def _finish(trainer: Trainer) -> dict:
     """Run to the end of the budget; ``summary.json`` marks a finished run (sweeps skip it)."""
     summary = trainer.run()
-    st = trainer.state
-    if st.step and not (trainer.run_dir / "best.pt").exists():  # stopped inside the first epoch
-        trainer._final_validation(st.epoch + st.position / max(1, trainer.n_batches))
-        summary = trainer.summary()
     atomic_write_text(trainer.run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
     return summary
