@@ -559,7 +559,7 @@ def cmd_embed(args) -> None:
     print(f"{rep.vocabulary} words x {args.dim} dims from {rep.tokens} tokens "
           f"({rep.cooccurrences} co-occurring pairs); counting {rep.seconds_counting:.0f}s, "
           f"{cfg.resolved_epochs()} epochs {rep.seconds_training:.0f}s (final cost "
-          f"{rep.costs[-1]:.4f}); peak memory {rep.peak_memory_mb:.0f} MB")
+          f"{rep.costs[-1] if rep.costs else float('nan'):.4f}); peak memory {rep.peak_memory_mb:.0f} MB")
     print("wrote " + ", ".join(map(str, paths)))
 
 

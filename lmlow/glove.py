@@ -98,6 +98,8 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     vocab = glove_vocabulary(counts, cfg.min_count)
     if len(vocab) < 2:
         raise LmlowError(f"no two words occur {cfg.min_count} times or more; lower --min-count")
+    if cfg.resolved_epochs() < 1 or cfg.dim < 1 or cfg.window < 1:
+        raise LmlowError("--epochs, --dim and --window must be at least 1")
     threads = cfg.threads or os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="lmlow-glove-", dir=work_dir) as tmp:
         tmp = Path(tmp)
