@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml requirements.lock tools/build_glove.py tools/glove_cli.c tools/build_kenlm.py
+$(STAMP): setup.cfg pyproject.toml requirements.lock tools/_sdist.py tools/build_glove.py tools/glove_cli.c tools/build_kenlm.py
 	@sh tools/apt_deps.sh
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH)"

@@ -21,9 +21,9 @@ def run_folders(sweep_dir: Path) -> list[Path]:
 
 def evaluation(run_dir: Path, split: str) -> dict:
     """The best checkpoint's evaluation, cached beside it (recomputed if the checkpoint changed)."""
-    from lmlow.runs import load
+    from lmlow.runs import default_checkpoint, load
 
-    checkpoint = "best" if (run_dir / "best.pt").exists() else "last"   # never validated: last
+    checkpoint = default_checkpoint(run_dir)
     cache = run_dir / f"eval_best_{split}.json"
     stamp = (run_dir / f"{checkpoint}.pt").stat().st_mtime
     if cache.exists():

@@ -65,6 +65,12 @@ class LSTMRun:
         return [(w, float(p), w not in self.vocab) for w, p in zip(words + [EOS], lp)]
 
 
+def default_checkpoint(run_dir: Path) -> str:
+    """``best``, or ``last`` for a run stopped by --max-steps before its first validation."""
+    run_dir = Path(run_dir)
+    return "last" if not (run_dir / "best.pt").exists() and (run_dir / "last.pt").exists() else "best"
+
+
 def load(run_dir: Path, **kw):
     """Open a run folder as a scorer: an n-gram run says so in config.json, an LSTM run has
     best.pt. ``kw`` (checkpoint, device) apply to LSTM runs only."""
@@ -73,9 +79,8 @@ def load(run_dir: Path, **kw):
     run_dir = Path(run_dir)
     if is_ngram_run(run_dir):
         return NgramRun(run_dir)
-    if "checkpoint" not in kw and not (run_dir / "best.pt").exists() and (run_dir / "last.pt").exists():
-        kw["checkpoint"] = "last"    # stopped by --max-steps before its first validation
-    if (run_dir / f"{kw.get('checkpoint', 'best')}.pt").exists():
+    kw.setdefault("checkpoint", default_checkpoint(run_dir))
+    if (run_dir / f"{kw['checkpoint']}.pt").exists():
         return LSTMRun(run_dir, **kw)
     if not run_dir.is_dir():
         raise LmlowError(f"{run_dir}: no such run folder")

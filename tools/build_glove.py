@@ -20,16 +20,15 @@ Usage: python tools/build_glove.py [--force]   (run with the venv's python; `mak
 from __future__ import annotations
 
 import argparse
-import hashlib
-import html
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
-import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _sdist import fetch_sdist  # noqa: E402
 
 PACKAGE, VERSION = "crucyble", "0.1.0.dev4"
 SHA256 = "abf6d332cbde9e66e58e156e6a7af03c9312cad79437db5ee9d372335c506f28"
@@ -40,26 +39,8 @@ INSTALLED = {"cooccur": "glove-cooccur", "shuffle": "glove-shuffle", "glove": "g
 CFLAGS = ["-Ofast", "-march=native", "-funroll-loops", "-pthread", "-w", "-D_FILE_OFFSET_BITS=64"]
 
 
-def sdist_url() -> str:
-    """The source archive's address, from PyPI's simple index (PEP 503)."""
-    with urllib.request.urlopen(f"https://pypi.org/simple/{PACKAGE}/", timeout=60) as r:
-        page = r.read().decode()
-    name = f"{PACKAGE}-{VERSION}.tar.gz"
-    for url, sha in re.findall(r'href="([^"#]+)#sha256=([0-9a-f]{64})"', page):
-        if url.endswith("/" + name) and sha == SHA256:
-            return html.unescape(url)
-    raise RuntimeError(f"{name} with sha256 {SHA256[:12]}... is not on PyPI's index")
-
-
 def fetch_sources(tmp: Path) -> Path:
-    archive = tmp / "src.tar.gz"
-    with urllib.request.urlopen(sdist_url(), timeout=120) as r:
-        archive.write_bytes(r.read())
-    if hashlib.sha256(archive.read_bytes()).hexdigest() != SHA256:
-        raise RuntimeError("checksum mismatch")
-    with tarfile.open(archive) as t:
-        t.extractall(tmp, filter="data")
-    src = tmp / f"{PACKAGE}-{VERSION}" / "src" / "lib" / "glove"
+    src = fetch_sdist(PACKAGE, VERSION, SHA256, tmp) / "src" / "lib" / "glove"
     cooccur = src / "cooccur.c"
     text = cooccur.read_text()
     fixed = re.sub(r"\n(\s*)fclose\(logfile\);\n", r"\n\1/* lmlow: logfile is used later */\n", text)
