@@ -4,7 +4,7 @@ Trains in-domain GloVe vectors on the bundled pretraining text, then the standar
 configuration (tied, random init) and the recommended one (untied, frozen pretrained input,
 pretrained output, log-unigram output bias) under the same time budget, and a KenLM 5-gram on the same tokens,
 and prints the comparison (validation and test perplexity, rare-word bins, time) with the
-learning curves as a PNG. Reuses what a previous run built. Usage: python -m lmlow.demo [--minutes-per-model 4] [--out runs/demo]
+learning curves as a PNG. Reuses what a previous run built. Usage: python -m lmlow.demo [--minutes-per-model 4] [--glove-epochs 15] [--out runs/demo]
 """
 from __future__ import annotations
 
@@ -34,14 +34,17 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description="The paper in miniature on the bundled corpus.")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "demo")
-    ap.add_argument("--minutes-per-model", type=float, default=4.0)
+    ap.add_argument("--minutes-per-model", type=float, default=4.0,
+                    help="training budget of each LSTM (default 4)")
+    ap.add_argument("--glove-epochs", type=int, default=15, help="GloVe epochs (default 15)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     try:
         vectors = args.out / "pretrain.200d.txt"
         if not vectors.exists():
-            print("1. GloVe vectors on the bundled pretraining text (200 dims, 15 epochs)", flush=True)
-            kv, rep = train_glove([CORPUS / "pretrain.txt.gz"], GloveConfig(dim=200, epochs=15))
+            print(f"1. GloVe vectors on the bundled pretraining text (200 dims, {args.glove_epochs} "
+                  "epochs)", flush=True)
+            kv, rep = train_glove([CORPUS / "pretrain.txt.gz"], GloveConfig(dim=200, epochs=args.glove_epochs))
             save_vectors(kv, vectors)
             print(f"   {rep.vocabulary} words in {rep.seconds_counting + rep.seconds_training:.0f}s")
         rows = []
@@ -65,9 +68,9 @@ def main(argv=None) -> int:
     except LmlowError as e:
         print(f"demo: error: {e}", file=sys.stderr)
         return 1
-    _print_table(rows)
+    (args.out / "results.md").write_text(_print_table(rows) + "\n")
     _plot([args.out / "standard", args.out / "recommended"], list(CONFIGS), args.out / "curves.png")
-    print(f"\nlearning curves: {args.out / 'curves.png'}")
+    print(f"\ntable: {args.out / 'results.md'}; learning curves: {args.out / 'curves.png'}")
     return 0
 
 
@@ -80,12 +83,13 @@ def _row(name: str, run: Path, scorer) -> dict:
             "test_rare": rare_ppl, "seconds": float((run / "done").read_text())}
 
 
-def _print_table(rows) -> None:
+def _print_table(rows) -> str:
     from lmlow.tables import markdown
-    print()
-    print(markdown(["configuration", "valid ppl", "test ppl", "test ppl, words seen 1-5 times",
-                    "training s"], [[r["configuration"], r["valid"], r["test"], r["test_rare"],
-                                     r["seconds"]] for r in rows], digits=4))
+    table = markdown(["configuration", "valid ppl", "test ppl", "test ppl, words seen 1-5 times",
+                      "training s"], [[r["configuration"], r["valid"], r["test"], r["test_rare"],
+                                       r["seconds"]] for r in rows], digits=4)
+    print("\n" + table)
+    return table
 
 
 def _plot(runs, names, path: Path) -> None:

@@ -62,7 +62,7 @@ def collect(sweep_dir: Path) -> list[dict]:
         summaries = [json.loads((r / "summary.json").read_text()) for r in runs]
         valid = [evaluation(r, "valid")["perplexity"] for r in runs]
         test = [evaluation(r, "test")["perplexity"] for r in runs]
-        speeds = [m["tokens_per_s"] for r in runs for m in _metrics(r) if "tokens_per_s" in m]
+        speeds = [s["tokens_per_s"] for s in summaries if "tokens_per_s" in s]  # whole run, wall clock
         tie, inp, out = _roles(cfg)
         rows.append({"configuration": name, "tie": tie, "input": inp, "output": out,
                      "unigram bias": "yes" if "unigram" in cfg.get("init", []) else "no",

@@ -231,6 +231,7 @@ class RunState:
     epoch_loss: float = 0.0         # running sums of the current epoch (kept across resume)
     epoch_tokens: int = 0
     epoch_seconds: float = 0.0
+    tokens: int = 0                 # training tokens over the whole run
 
 
 def atomic_save(obj, path: Path) -> None:
@@ -414,6 +415,7 @@ class Trainer:
             loss_value = self._update(x.to(self.device), y.to(self.device), seq)
             st.epoch_loss += loss_value * x.numel()
             st.epoch_tokens += x.numel()
+            st.tokens += x.numel()
             st.position += seq
             st.step += 1
             st.train_seconds, st.epoch_seconds = time.time() - start, time.time() - t0
@@ -563,7 +565,9 @@ class Trainer:
     def summary(self) -> dict:
         return {"run_dir": str(self.run_dir), "epochs": self.state.epoch, "steps": self.state.step,
                 "best_valid_ppl": math.exp(self.state.best_valid) if self.state.best_valid < math.inf else None,
-                "train_seconds": round(self.state.train_seconds, 1), **self.init_report}
+                "train_seconds": round(self.state.train_seconds, 1), "tokens": self.state.tokens,
+                "tokens_per_s": round(self.state.tokens / max(1e-9, self.state.train_seconds)),
+                **self.init_report}
 
 
 def _head(ids: np.ndarray, fraction: float, eos_id: int) -> np.ndarray:

@@ -56,6 +56,7 @@ def test_tiny_sweep_end_to_end(speech_corpus, tmp_path):
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert {row["configuration"] for row in rows} == {"standard", "untied-unigram"}
     assert all(1 < float(row["valid ppl"]) < 5000 and int(row["trainable params"]) > 0 for row in rows)
+    assert all(float(row["tokens/s"]) > 0 for row in rows)
     assert rows[0]["tie"] == "tied" or rows[1]["tie"] == "tied"
     assert (out / "curves.png").stat().st_size > 1000
     data = json.loads((out / "results.json").read_text())
