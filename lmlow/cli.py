@@ -210,14 +210,23 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Perplexity of RUN_DIR's best model on a split: every token "
                        "scored once (the first from a start-of-text <eos>), <eos> counted, "
                        "including and excluding <unk> targets, and by training frequency of the "
-                       "target (unseen, 1, 2-5, 6-20, 21-100, >100).")
+                       "target (unseen, 1, 2-5, 6-20, 21-100, >100). With --interpolate, "
+                       "the word-by-word mixture of two runs over the same vocabulary.")
     p.add_argument("run_dir", type=Path, help="run folder")
     p.add_argument("--split", default="valid", choices=["train", "valid", "test"])
     p.add_argument("--corpus", type=Path, help="evaluate on another corpus folder (same vocabulary)")
     p.add_argument("--reset-lines", action="store_true",
                    help="start every line from a fresh state, as an n-gram model does")
     p.add_argument("--batch-size", type=int, help="evaluation batch size (does not change results)")
-    p.add_argument("--checkpoint", default="best", choices=["best", "last"])
+    p.add_argument("--checkpoint", choices=["best", "last"],
+                   help="which checkpoint of an LSTM run (default: best, or last when a "
+                   "--max-steps run stopped before its first validation)")
+    p.add_argument("--interpolate", type=Path, metavar="RUN_DIR2",
+                   help="mix RUN_DIR word by word with another run over the same vocabulary "
+                   "(e.g. a KenLM n-gram): p = w p_1 + (1 - w) p_2")
+    p.add_argument("--weight", type=float, metavar="W",
+                   help="with --interpolate: the weight w of RUN_DIR (default: tuned by EM on "
+                   "the validation split)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_eval)
@@ -669,13 +678,24 @@ def cmd_eval(args) -> None:
     from lmlow.runs import load
     from lmlow.tables import markdown
 
-    run = load(args.run_dir, checkpoint=args.checkpoint, device=args.device)
+    from lmlow.runs import InterpolatedRun
+
+    if args.weight is not None and not args.interpolate:
+        raise LmlowError("--weight needs --interpolate RUN_DIR2")
+    kw = {"device": args.device} | ({"checkpoint": args.checkpoint} if args.checkpoint else {})
+    run = load(args.run_dir, **kw)
+    name = str(args.run_dir)
+    if args.interpolate:
+        run = InterpolatedRun(run, load(args.interpolate, device=args.device), args.weight,
+                              reset_lines=args.reset_lines)
+        name = f"{args.run_dir} x {run.weight:.3f} + {args.interpolate} x {1 - run.weight:.3f}"
     ev = run.evaluate(args.split, args.corpus, reset_lines=args.reset_lines,
                       batch_size=args.batch_size)
     if args.json:
-        print(json.dumps(ev.to_dict()))
+        extra = {"interpolate": str(args.interpolate), "weight": run.weight} if args.interpolate else {}
+        print(json.dumps(ev.to_dict() | extra))
         return
-    print(f"{args.run_dir} on {args.split}: perplexity {ev.perplexity:.2f} "
+    print(f"{name} on {args.split}: perplexity {ev.perplexity:.2f} "
           f"({ev.perplexity_excluding_unk:.2f} excluding <unk>); {ev.tokens} tokens, "
           f"{ev.unk_tokens} <unk> targets ({ev.oov_tokens} out of vocabulary)"
           + ("; lines scored independently"

@@ -13,7 +13,7 @@ from lmlow.data.corpus import Corpus
 from lmlow.data.textio import EOS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
-from lmlow.evaluate import Evaluation, evaluate_logprobs, lstm_logprobs
+from lmlow.evaluate import Evaluation, evaluate_logprobs, lstm_logprobs, mix_logprobs, tune_weight
 
 LN10 = math.log(10)
 
@@ -63,6 +63,47 @@ class LSTMRun:
         ids = np.array(self.vocab.encode(words + [EOS]), dtype=np.int64)
         lp = self.token_logprobs(ids, reset_lines=True)
         return [(w, float(p), w not in self.vocab) for w, p in zip(words + [EOS], lp)]
+
+
+class InterpolatedRun:
+    """Two runs over the same vocabulary mixed word by word: p = w p_a + (1 - w) p_b (the
+    classic LSTM + n-gram interpolation). Without ``weight``, w is tuned by EM on the
+    validation split. A scorer like its parts."""
+
+    def __init__(self, a, b, weight: float | None = None, reset_lines: bool = False):
+        if a.vocab.words != b.vocab.words:
+            i = next((i for i, (x, y) in enumerate(zip(a.vocab.words, b.vocab.words)) if x != y),
+                     min(len(a.vocab.words), len(b.vocab.words)))
+            raise LmlowError(f"{a.run_dir} and {b.run_dir} have different vocabularies (from word "
+                             f"{i + 1}); interpolation needs the same tokens: train both on the "
+                             "same corpus with the same --unk-threshold")
+        if weight is not None and not 0 <= weight <= 1:
+            raise LmlowError(f"--weight {weight:g}: must be between 0 and 1")
+        self.a, self.b, self.vocab, self.config = a, b, a.vocab, a.config
+        self.run_dir = a.run_dir
+        self.weight = weight if weight is not None else self.tune("valid", reset_lines=reset_lines)
+
+    def tune(self, split: str, **kw) -> float:
+        ids = self.a.corpus().encode(split).ids
+        return tune_weight(self.a.token_logprobs(ids, **kw), self.b.token_logprobs(ids, **kw))
+
+    def corpus(self, root: Path | None = None) -> Corpus:
+        return self.a.corpus(root)
+
+    def token_logprobs(self, ids: np.ndarray, **kw) -> np.ndarray:
+        return mix_logprobs(self.a.token_logprobs(ids, **kw), self.b.token_logprobs(ids, **kw),
+                            self.weight)
+
+    def evaluate(self, split: str = "valid", corpus: Path | None = None, **kw) -> Evaluation:
+        enc = self.corpus(corpus).encode(split)
+        lp = self.token_logprobs(enc.ids, **kw)
+        return evaluate_logprobs(split, enc.ids, lp, self.vocab.count_array(), self.vocab.unk_id,
+                                 enc.stats.oov_tokens)
+
+    def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
+        sa, sb = self.a.score(sentence), self.b.score(sentence)
+        mixed = mix_logprobs(np.array([p for _, p, _ in sa]), np.array([p for _, p, _ in sb]), self.weight)
+        return [(w, float(p), o) for (w, _, o), p in zip(sa, mixed)]
 
 
 def default_checkpoint(run_dir: Path) -> str:

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import write_corpus
@@ -137,3 +138,39 @@ def test_missing_lmplz_says_how_to_build_it(speech_corpus, tmp_path, monkeypatch
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(LmlowError, match="make install.*build_kenlm.py"):
         train_ngram(speech_corpus, tmp_path / "r")
+
+
+def test_interpolation_with_an_lstm(speech_corpus, kn, tmp_path):
+    """LSTM + n-gram mixed word by word: weight 1 is the LSTM, the EM-tuned weight is at least
+    as good as either model on the split it was tuned on, and the mixture sums to one."""
+    from lmlow.config import build_config
+    from lmlow.evaluate import mix_logprobs, tune_weight
+    from lmlow.runs import InterpolatedRun
+    from lmlow.train import train
+
+    lstm = tmp_path / "lstm"
+    train(build_config("tiny", None, corpus=str(speech_corpus), max_epochs=1, unk_threshold=2),
+          lstm, quiet=True)
+    a, b = load(lstm), load(kn)
+    ids = a.corpus().encode("valid").ids
+    lp_a, lp_b = a.token_logprobs(ids), b.token_logprobs(ids)
+    w = tune_weight(lp_a, lp_b)
+    assert 0 < w < 1
+    mixed = -np.mean(mix_logprobs(lp_a, lp_b, w))
+    assert mixed <= min(-np.mean(lp_a), -np.mean(lp_b)) + 1e-9
+    for other in (0.1, 0.5, 0.9):                       # EM found the maximum
+        assert mixed <= -np.mean(mix_logprobs(lp_a, lp_b, other)) + 1e-6
+    assert mix_logprobs(np.log([0.2]), np.log([0.6]), 0.25) == pytest.approx(np.log([0.5]))
+    assert InterpolatedRun(a, b, 1.0).evaluate("test").perplexity == pytest.approx(
+        a.evaluate("test").perplexity)
+    cache = tmp_path / "cache"
+    r = lmlow("eval", lstm, "--interpolate", kn, "--split", "valid", "--json", cache=cache)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["weight"] == pytest.approx(w, abs=1e-4) and out["perplexity"] == pytest.approx(math.exp(mixed))
+    other = tmp_path / "k0"
+    train_ngram(speech_corpus, other, order=2, unk_threshold=0, memory="50M", quiet=True)
+    r = lmlow("eval", lstm, "--interpolate", other, cache=cache)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "different vocabularies" in r.stderr
+    r = lmlow("eval", lstm, "--weight", "0.5", cache=cache)
+    assert r.returncode == 1 and "--interpolate" in r.stderr
