@@ -22,6 +22,6 @@ for corpus in pydocs-mini ptb; do
     pydocs-mini) C=corpora/pydocs-mini; V=vectors/pydocs-mini.200d.txt ;;
   esac
   $LM sweep $C --grid table1 --out $E/$corpus --embeddings $V --seeds 1 \
-      --max-steps "$STEPS" --eval-every 100 --jobs "$JOBS"
+      --max-steps "$STEPS" --eval-every 150 --jobs "$JOBS"
   $LM report $E/$corpus --baseline $E/$corpus-kenlm5
 done
