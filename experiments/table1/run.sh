@@ -8,7 +8,7 @@
 set -euo pipefail
 LM=${LM:-.venv/bin/lmlow}
 E=experiments/table1
-STEPS=${STEPS:-300}
+STEPS=${STEPS:-200}
 JOBS=${JOBS:-2}
 [ -f vectors/ptb.200d.txt ] || $LM embed data/ptb/train.txt --out vectors/ptb.200d.txt --dim 200
 [ -f vectors/pydocs-mini.200d.txt ] || \
@@ -22,6 +22,6 @@ for corpus in pydocs-mini ptb; do
     pydocs-mini) C=corpora/pydocs-mini; V=vectors/pydocs-mini.200d.txt ;;
   esac
   $LM sweep $C --grid table1 --out $E/$corpus --embeddings $V --seeds 1 \
-      --max-steps "$STEPS" --eval-every 150 --jobs "$JOBS"
+      --max-steps "$STEPS" --eval-every 100 --jobs "$JOBS"
   $LM report $E/$corpus --baseline $E/$corpus-kenlm5
 done
