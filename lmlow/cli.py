@@ -675,10 +675,8 @@ def cmd_report(args) -> None:
 
 
 def cmd_eval(args) -> None:
-    from lmlow.runs import load
+    from lmlow.runs import InterpolatedRun, load
     from lmlow.tables import markdown
-
-    from lmlow.runs import InterpolatedRun
 
     if args.weight is not None and not args.interpolate:
         raise LmlowError("--weight needs --interpolate RUN_DIR2")
