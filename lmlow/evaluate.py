@@ -61,6 +61,15 @@ def evaluate_logprobs(split: str, ids: np.ndarray, logprobs: np.ndarray, counts:
                       cross_entropy=-float(np.mean(logprobs)), bins=bins)
 
 
+def evaluate_split(scorer, split: str, corpus=None, **kw) -> Evaluation:
+    """Any scorer (LSTM, n-gram, mixture) on a split of its corpus, or of another corpus folder
+    with the same vocabulary; ``kw`` goes to ``scorer.token_logprobs``."""
+    enc = scorer.corpus(corpus).encode(split)
+    lp = scorer.token_logprobs(enc.ids, **kw)
+    return evaluate_logprobs(split, enc.ids, lp, scorer.vocab.count_array(), scorer.vocab.unk_id,
+                             enc.stats.oov_tokens)
+
+
 def mix_logprobs(lp_a: np.ndarray, lp_b: np.ndarray, weight: float) -> np.ndarray:
     """ln(w p_a + (1 - w) p_b) per token: linear interpolation, computed in log space."""
     if weight >= 1:
@@ -116,8 +125,6 @@ def lstm_outputs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bptt
     eval mode (the batching of :func:`lstm_logprobs`; the outputs carry no gradient, but
     whatever the caller computes from them should run under ``torch.no_grad()``). The model
     is left in eval mode."""
-    import torch
-
     ids = np.asarray(ids, dtype=np.int64)
     full = np.concatenate([[eos_id], ids])
     n = len(ids)

@@ -35,7 +35,7 @@ from lmlow.data.corpus import Corpus, write_ids_as_text
 from lmlow.data.textio import EOS, UNK, atomic_write_text
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError, refuse_overwrite
-from lmlow.evaluate import Evaluation, evaluate_logprobs
+from lmlow.evaluate import Evaluation, evaluate_split
 from lmlow.runs import LN10
 
 MAX_ORDER = 6                      # KENLM_MAX_ORDER of build_binary and the kenlm module
@@ -285,10 +285,7 @@ class NgramRun:
         return out * LN10
 
     def evaluate(self, split: str = "valid", corpus: Path | None = None, **_ignored) -> Evaluation:
-        enc = self.corpus(corpus).encode(split)
-        lp = self.token_logprobs(enc.ids)
-        return evaluate_logprobs(split, enc.ids, lp, self.vocab.count_array(), self.vocab.unk_id,
-                                 enc.stats.oov_tokens)
+        return evaluate_split(self, split, corpus)
 
     def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
         """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``."""

@@ -13,7 +13,7 @@ from lmlow.data.corpus import Corpus
 from lmlow.data.textio import EOS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
-from lmlow.evaluate import Evaluation, evaluate_logprobs, lstm_logprobs, mix_logprobs, tune_weight
+from lmlow.evaluate import Evaluation, evaluate_split, lstm_logprobs, mix_logprobs, tune_weight
 
 LN10 = math.log(10)
 
@@ -51,10 +51,8 @@ class LSTMRun:
 
     def evaluate(self, split: str = "valid", corpus: Path | None = None, reset_lines: bool = False,
                  bias_scale: float = 1.0, batch_size: int | None = None) -> Evaluation:
-        enc = self.corpus(corpus).encode(split)
-        lp = self.token_logprobs(enc.ids, reset_lines, bias_scale, batch_size)
-        return evaluate_logprobs(split, enc.ids, lp, self.vocab.count_array(), self.vocab.unk_id,
-                                 enc.stats.oov_tokens)
+        return evaluate_split(self, split, corpus, reset_lines=reset_lines, bias_scale=bias_scale,
+                              batch_size=batch_size)
 
     def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
         """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,
@@ -95,10 +93,7 @@ class InterpolatedRun:
                             self.weight)
 
     def evaluate(self, split: str = "valid", corpus: Path | None = None, **kw) -> Evaluation:
-        enc = self.corpus(corpus).encode(split)
-        lp = self.token_logprobs(enc.ids, **kw)
-        return evaluate_logprobs(split, enc.ids, lp, self.vocab.count_array(), self.vocab.unk_id,
-                                 enc.stats.oov_tokens)
+        return evaluate_split(self, split, corpus, **kw)
 
     def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
         sa, sb = self.a.score(sentence), self.b.score(sentence)

@@ -135,10 +135,10 @@ def seq_length(rng: random.Random, bptt: int) -> int:
 # --------------------------------------------------------------------------- loss
 
 def lm_loss(model, output, targets, cfg: Config, prior: torch.Tensor | None) -> torch.Tensor:
-    """Cross-entropy (with optional label smoothing) over the vocabulary. Above
-    LOGIT_CHUNK_ELEMENTS logits it runs in row chunks that compute their gradients on the way
-    (ChunkedSoftmaxCE), so a 100k-word softmax never holds all its logits at once and is not
-    computed twice."""
+    """Cross-entropy (with optional label smoothing) over the vocabulary. In training it is
+    ChunkedSoftmaxCE, which computes the softmax once and its gradients from it, in row chunks
+    of at most LOGIT_CHUNK_ELEMENTS logits, so a 100k-word softmax never holds all its logits
+    at once; without gradients, the plain loss."""
     flat, y = output.reshape(-1, output.size(-1)), targets.reshape(-1)
     vocab = model.decoder.weight.size(0)
     rows = max(1, LOGIT_CHUNK_ELEMENTS // vocab)
