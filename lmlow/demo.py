@@ -33,7 +33,9 @@ def main(argv=None) -> int:
     from lmlow.train import train
 
     ap = argparse.ArgumentParser(description="The paper in miniature on the bundled corpus.")
-    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "demo")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "demo",
+                    help="where the vectors, runs, table and plot go, and are reused from "
+                    "(default runs/demo)")
     ap.add_argument("--minutes-per-model", type=float, default=4.0,
                     help="training budget of each LSTM (default 4)")
     ap.add_argument("--glove-epochs", type=int, default=15, help="GloVe epochs (default 15)")

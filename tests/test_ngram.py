@@ -174,3 +174,5 @@ def test_interpolation_with_an_lstm(speech_corpus, kn, tmp_path):
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "different vocabularies" in r.stderr
     r = lmlow("eval", lstm, "--weight", "0.5", cache=cache)
     assert r.returncode == 1 and "--interpolate" in r.stderr
+    r = lmlow("eval", lstm, "--interpolate", kn, "--weight", "1.5", cache=cache)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "between 0 and 1" in r.stderr
