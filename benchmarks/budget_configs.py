@@ -18,7 +18,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lmlow.config import build_config  # noqa: E402
 from lmlow.model import AWDLSTM  # noqa: E402
-from lmlow.train import lm_loss, pick_precision  # noqa: E402
+from lmlow.checkpoint import pick_precision  # noqa: E402
+from lmlow.loss import lm_loss  # noqa: E402
 
 CANDIDATES = {  # name: (emb, hidden, layers, out, batch)
     "2x400, out 400, batch 20": (200, 400, 2, 400, 20),
@@ -45,7 +46,7 @@ def tokens_per_s(emb, hidden, layers, out, batch, precision, steps, vocab=10000,
     def step():
         with torch.autocast("cpu", enabled=dtype is not None, dtype=dtype or torch.float32):
             output, _, raw, dropped = model(x, hidden_state)
-            loss = lm_loss(model, output, y, cfg, None) + dropped.float().pow(2).mean()
+            loss = lm_loss(model, output, y, cfg.label_smoothing) + dropped.float().pow(2).mean()
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lmlow.config import build_config  # noqa: E402
 from lmlow.model import AWDLSTM  # noqa: E402
-from lmlow.train import lm_loss  # noqa: E402
+from lmlow.loss import lm_loss  # noqa: E402
 
 
 class Plain(nn.Module):
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
         def step_awd():
             opt_a.zero_grad()
             out, _, raw, dropped = awd(x, awd.init_hidden(args.batch))
-            loss = lm_loss(awd, out, y, cfg, None) + cfg.alpha * dropped.pow(2).mean() \
+            loss = lm_loss(awd, out, y, cfg.label_smoothing) + cfg.alpha * dropped.pow(2).mean() \
                 + cfg.beta * (raw[1:] - raw[:-1]).pow(2).mean()
             loss.backward()
             opt_a.step()

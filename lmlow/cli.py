@@ -1,5 +1,6 @@
 """The ``lmlow`` command: a thin argparse front. Each subcommand parses, calls one library
-function, and prints a table (or JSON). Errors are one line; ``--debug`` shows the traceback."""
+function, and prints a table (or JSON). Flags of settings are generated from their dataclasses
+(:mod:`lmlow.flags`). Errors are one line; ``--debug`` shows the traceback."""
 from __future__ import annotations
 
 import argparse
@@ -8,32 +9,31 @@ import os
 import sys
 from pathlib import Path
 
-from lmlow.errors import LmlowError, refuse_overwrite
+from lmlow.errors import LmlowError
+from lmlow.flags import (add_corpus, add_output, add_run, add_settings, at_least, int_list,
+                         settings_from, str_list)
 
 
-def _add_unk(p: argparse.ArgumentParser, *names: str) -> None:
-    p.add_argument(*(names or ("--unk-threshold",)), dest="unk_threshold", type=int, default=0,
-                   metavar="K", help="UNK rule: a word whose training count is below K becomes "
-                   "<unk> in every split (a word absent from train counts 0); 0 replaces nothing "
-                   "(default: 0)")
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the flag, what is wrong, and where help is."""
 
-
-def _add_embeddings(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--embeddings", type=Path, metavar="FILE",
-                   help=f"pretrained vectors (GloVe text, word2vec text/.bin, gensim .kv) {what}")
-    p.add_argument("--extend-vocab", action="store_true",
-                   help="add the words of --embeddings to the vocabulary (they have training "
-                   "count 0, so they stay words only when K=0): rare words the vectors cover "
-                   "are then predicted as words instead of <unk>")
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="lmlow", description="Low-compute word-level LSTM "
+    ap = Parser(prog="lmlow", description="Low-compute word-level LSTM "
                                  "language models: data, in-domain embeddings, AWD-LSTM, KenLM.")
     ap.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     ap.add_argument("--version", action="version", version=f"lmlow {_version()}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_data_commands, _model_commands, _analysis_commands):
+        add(sub)
+    return ap
 
+
+def _data_commands(sub) -> None:
+    """prepare, vocab, unk, stats, embed, neighbours."""
     p = sub.add_parser("prepare", help="raw text or documents -> corpus folder (train/valid/test.txt)",
                        description="Tokenise and normalise raw text and split it by document into "
                        "OUT/train.txt, valid.txt, test.txt (one paragraph per line, tokens "
@@ -41,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
                    help="text files (documents separated by blank lines, see --documents) or "
                    "folders (one document per file, recursively)")
-    p.add_argument("--out", type=Path, required=True,
-                   help="output corpus folder (or a single file with --no-split)")
+    add_output(p, "output corpus folder (or a single file with --no-split)",
+               json="print the report as JSON")
     p.add_argument("--tokenizer", default="whitespace",
                    choices=["whitespace", "spacy", "stanza", "scispacy"],
                    help="whitespace: split on spaces; spacy: spaCy's rule-based English tokenizer "
@@ -72,21 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "repeatable")
     p.add_argument("--no-split", action="store_true",
                    help="write everything to the single file --out (e.g. a pretraining text)")
-    p.add_argument("--force", action="store_true", help="overwrite existing output files")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_prepare)
 
     p = sub.add_parser("vocab", help="build the vocabulary of a corpus (train split only)",
                        description="Build the vocabulary from the training split only, with the "
                        "UNK rule, optionally extended with embedding words. Order: count "
                        "descending, then word.")
-    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
-    _add_unk(p)
-    _add_embeddings(p, "whose words --extend-vocab adds")
-    p.add_argument("--out", type=Path, help="write the vocabulary here, one word per line")
+    add_corpus(p, "whose words --extend-vocab adds")
+    add_output(p, "write the vocabulary here, one word per line", required=False,
+               json="print the summary as JSON", force="overwrite --out if it exists")
     p.add_argument("--counts", action="store_true", help="write 'word<TAB>count' lines")
-    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_vocab)
 
     p = sub.add_parser("unk", help="write a copy of a corpus with the UNK rule applied",
@@ -94,12 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "whose training count is below K replaced by <unk> (and words in no "
                        "vocabulary too). Training and evaluation take --unk-threshold directly; "
                        "this copy is for other tools.")
-    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
-    _add_unk(p, "--threshold", "--unk-threshold")
-    _add_embeddings(p, "whose words --extend-vocab adds")
-    p.add_argument("--out", type=Path, required=True, help="output corpus folder")
-    p.add_argument("--force", action="store_true", help="overwrite existing output files")
-    p.add_argument("--json", action="store_true", help="print the per-split UNK report as JSON")
+    add_corpus(p, "whose words --extend-vocab adds", ("--threshold", "--unk-threshold"))
+    add_output(p, "output corpus folder", json="print the per-split UNK report as JSON")
     p.set_defaults(func=cmd_unk)
 
     p = sub.add_parser("stats", help="rare-word statistics, UNK/OOV rates, embedding coverage",
@@ -107,13 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "Table 4: %% of types/tokens occurring five times or fewer), the share of "
                        "types/tokens the UNK rule replaces for several K (Table 3), OOV rates of "
                        "valid/test, and coverage by an embedding file.")
-    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
+    add_corpus(p, "whose coverage of the corpus to report")
     p.add_argument("--pretrain", type=Path, metavar="FILE",
                    help="in-domain pretraining text, for Table 4's Pretrain and Train-in-Pre columns")
-    _add_unk(p)
-    _add_embeddings(p, "whose coverage of the corpus to report")
-    p.add_argument("--thresholds", default="0,1,2,5",
-                   help="the K values of the UNK-rule table (default: 0,1,2,5)")
+    p.add_argument("--thresholds", type=int_list, default=[0, 1, 2, 5], metavar="LIST",
+                   help="the K values of the UNK-rule table, comma-separated (default: 0,1,2,5)")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
     p.set_defaults(func=cmd_stats)
 
@@ -128,28 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "gensim file beside it (.kv).")
     p.add_argument("texts", nargs="+", type=Path, metavar="TEXT",
                    help="tokenised text files (e.g. from lmlow prepare --no-split), streamed")
-    p.add_argument("--out", type=Path, required=True, help="output vectors, GloVe text format")
-    p.add_argument("--dim", type=int, default=400,
-                   help="vector size (default: 400, the AWD-LSTM embedding size)")
-    p.add_argument("--window", type=int, default=10, help="symmetric context window (default: 10)")
-    p.add_argument("--min-count", type=int, default=5,
-                   help="words seen fewer times become <unk> (default: 5, as in GloVe)")
-    p.add_argument("--epochs", type=int, default=None,
-                   help="AdaGrad passes (default: the GloVe paper's 50 below 300 dimensions, "
-                   "100 otherwise; 15-25 give usable vectors in a fraction of the time)")
-    p.add_argument("--x-max", type=float, default=100.0,
-                   help="weighting cut-off x_max of f(x) (default: 100)")
-    p.add_argument("--alpha", type=float, default=0.75, help="weighting exponent (default: 0.75)")
-    p.add_argument("--learning-rate", type=float, default=0.05, help="AdaGrad rate (default: 0.05)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (default: 0 = all cores)")
-    p.add_argument("--seed", type=int, default=1,
-                   help="random seed (default: 1; with more than one thread, updates race "
-                   "as in GloVe, so runs differ slightly)")
-    p.add_argument("--memory", type=float, default=4.0,
-                   help="soft memory limit in GB for counting and shuffling (default: 4)")
+    add_output(p, "output vectors, GloVe text format")
     p.add_argument("--tmp-dir", type=Path, default=None,
                    help="where the co-occurrence files go (default: the system's temp folder)")
-    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    from lmlow.glove import GloveConfig
+    add_settings(p.add_argument_group("GloVe settings"), GloveConfig)
     p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser("neighbours", aliases=["neighbors"], help="nearest neighbours of words",
@@ -161,6 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_neighbours)
 
+
+def _model_commands(sub) -> None:
+    """train, ngram, eval, score, sweep, report."""
+    from lmlow.config import PRESETS, preset_help
+
     p = sub.add_parser("train", help="train an AWD-LSTM language model into a run folder",
                        description="Train an AWD-LSTM on CORPUS into --out RUN_DIR (config.json, "
                        "vocab.txt, metrics.jsonl, best.pt, last.pt). Settings come from the "
@@ -169,14 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "Example: lmlow train data/ptb --out runs/ours --preset small --tie no "
                        "--freeze-input --init glove,unigram --embeddings vectors.txt")
     p.add_argument("corpus", nargs="?", type=Path, help="corpus folder (not needed with --resume)")
-    p.add_argument("--out", type=Path, help="run folder to create")
+    p.add_argument("--out", type=Path, metavar="RUN_DIR", help="run folder to create")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR",
                    help="continue a stopped run from RUN_DIR/last.pt (budget flags may be raised)")
     p.add_argument("--config", type=Path, metavar="FILE", help="settings file (.toml or .json)")
-    p.add_argument("--preset", choices=["paper", "small", "tiny"],
-                   help="paper: Merity et al.'s PTB model (3x1150, for a GPU); small: 2x650 with "
-                   "Adam, useful in minutes on 2 CPU cores (lmlow's recommendation there); tiny: "
-                   "seconds, for tests")
+    p.add_argument("--preset", choices=list(PRESETS), help=preset_help())
     p.add_argument("--force", action="store_true", help="start over in a non-empty --out folder")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     _add_config_args(p)
@@ -190,20 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "`lmlow eval` and `lmlow score` take the run like an LSTM run; KenLM "
                        "scores every line from a fresh start (compare with `lmlow eval LSTM_RUN "
                        "--reset-lines`). Example: lmlow ngram data/ptb --order 5 --out runs/ptb-kn5")
+    from lmlow.ngram import NgramOptions
+
     p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
-    p.add_argument("--out", type=Path, required=True, help="run folder to create")
-    p.add_argument("--order", type=int, default=5, help="n-gram order, 2 to 6 (default: 5)")
-    _add_unk(p)
-    p.add_argument("--memory", default="1G",
-                   help="lmplz's sorting memory (-S), like GNU sort: 1G, 500M, 20%% of RAM; "
-                   "lmplz uses disk beyond it, so more only makes large corpora faster "
-                   "(default: 1G)")
-    p.add_argument("--prune", metavar="COUNTS",
-                   help="drop n-grams seen at most this often, one count per order from the "
-                   "unigrams on, non-decreasing, the last repeated for higher orders: 0,0,1 "
-                   "drops singleton trigrams and above (default: no pruning)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing run in --out")
+    add_output(p, "run folder to create", force="replace an existing run in --out")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    add_settings(p, NgramOptions)
     p.set_defaults(func=cmd_ngram)
 
     p = sub.add_parser("eval", help="perplexity of a run on a split (incl./excl. <unk>, by frequency)",
@@ -212,22 +178,19 @@ def build_parser() -> argparse.ArgumentParser:
                        "including and excluding <unk> targets, and by training frequency of the "
                        "target (unseen, 1, 2-5, 6-20, 21-100, >100). With --interpolate, "
                        "the word-by-word mixture of two runs over the same vocabulary.")
-    p.add_argument("run_dir", type=Path, help="run folder")
+    add_run(p)
     p.add_argument("--split", default="valid", choices=["train", "valid", "test"])
     p.add_argument("--corpus", type=Path, help="evaluate on another corpus folder (same vocabulary)")
     p.add_argument("--reset-lines", action="store_true",
                    help="start every line from a fresh state, as an n-gram model does")
-    p.add_argument("--batch-size", type=int, help="evaluation batch size (does not change results)")
-    p.add_argument("--checkpoint", choices=["best", "last"],
-                   help="which checkpoint of an LSTM run (default: best, or last when a "
-                   "--max-steps run stopped before its first validation)")
+    p.add_argument("--batch-size", type=at_least(1), help="LSTM runs: evaluation batch size "
+                   "(default: the run's; results agree to float rounding)")
     p.add_argument("--interpolate", type=Path, metavar="RUN_DIR2",
                    help="mix RUN_DIR word by word with another run over the same vocabulary "
                    "(e.g. a KenLM n-gram): p = w p_1 + (1 - w) p_2")
     p.add_argument("--weight", type=float, metavar="W",
                    help="with --interpolate: the weight w of RUN_DIR (default: tuned by EM on "
                    "the validation split)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_eval)
 
@@ -236,9 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "sentence from a fresh state, like KenLM's full_scores: one JSON object "
                        "per line with the words (and </s> as <eos>), natural-log and log10 "
                        "probabilities, OOV flags and totals.")
-    p.add_argument("run_dir", type=Path, help="run folder")
+    add_run(p)
     p.add_argument("file", type=Path, help="text file, one sentence per line")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("sweep", help="train a grid of configurations (one run folder each)",
@@ -256,17 +218,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("corpus", type=Path, help="corpus folder")
     p.add_argument("--grid", required=True, help="table1, six, unk, pretrain, datasize or FILE.toml")
     p.add_argument("--out", type=Path, required=True, help="sweep folder (created)")
-    p.add_argument("--preset", default="small", choices=["paper", "small", "tiny"],
+    p.add_argument("--preset", default="small", choices=list(PRESETS),
                    help="defaults of every run (default: small)")
-    p.add_argument("--embeddings", default=None, metavar="FILE[,FILE...]",
+    p.add_argument("--embeddings", type=str_list, default=[], metavar="FILE[,FILE...]",
                    help="vectors for pretrained configurations (several for --grid pretrain)")
-    p.add_argument("--seeds", default="1", help="comma-separated seeds (default: 1)")
-    p.add_argument("--values", default=None,
+    p.add_argument("--seeds", type=int_list, default=[1], metavar="LIST",
+                   help="comma-separated seeds (default: 1)")
+    p.add_argument("--values", type=str_list, default=None, metavar="LIST",
                    help="the unk grid's K values or the datasize grid's fractions, comma-separated")
     p.add_argument("--unigram", action="store_true",
                    help="add the log-unigram output bias init to every configuration (the "
                    "paper's grids do not use it)")
-    p.add_argument("--jobs", type=int, default=1,
+    p.add_argument("--jobs", type=at_least(1), default=1,
                    help="runs at a time; CPU threads are split between them (default: 1)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the `lmlow train` commands, one per line (for SLURM arrays, GNU "
@@ -285,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a run folder (e.g. `lmlow ngram` output) added as a row")
     p.set_defaults(func=cmd_report)
 
+
+def _analysis_commands(sub) -> None:
+    """analyze, compare, generate, bias-sweep."""
     p = sub.add_parser("analyze", help="how an LSTM run's output bias carries word frequency",
                        description="Frequency analyses of RUN_DIR's best model on a split, written "
                        "to OUT/analysis.json with PNG plots: Spearman and Pearson correlation of "
@@ -298,22 +264,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "the curves of frequency.jsonl (Meister Fig. 1 and Figs. 13-14; "
                        "frequency_curves.png).",
                        epilog="Example: lmlow analyze runs/ptb-unigram --split valid")
-    p.add_argument("run_dir", type=Path, help="LSTM run folder")
+    add_run(p, "LSTM run folder")
     p.add_argument("--split", default="valid", choices=["train", "valid", "test"],
                    help="the text the predictions are measured on (default: valid)")
-    p.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/analysis)")
-    p.add_argument("--tokens", type=int, default=0,
+    add_output(p, "output folder (default: RUN_DIR/analysis)", required=False,
+               json="print the summary numbers as JSON",
+               force="overwrite an earlier analysis in --out")
+    p.add_argument("--tokens", type=at_least(0), default=0,
                    help="use only the first N tokens of the split (default: 0 = all)")
-    p.add_argument("--bins", type=int, default=20,
+    p.add_argument("--bins", type=at_least(1), default=20,
                    help="equal-width log-frequency bins of the binned plots (default: 20)")
     p.add_argument("--corpus", type=Path, help="read the split from another corpus folder")
-    p.add_argument("--checkpoint", default="best", choices=["best", "last"],
-                   help="best: the best model by validation perplexity; last: the latest "
-                   "weights (default: best)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                   help="where to run the model (default: auto, a GPU if torch sees one)")
-    p.add_argument("--force", action="store_true", help="overwrite an earlier analysis in --out")
-    p.add_argument("--json", action="store_true", help="print the summary numbers as JSON")
     p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser("compare", help="learning efficiency of runs: area under the learning curve",
@@ -328,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="Example: lmlow compare runs/ptb-unigram runs/ptb-zero --steps 1000 "
                        "--out experiments/frequency/compare")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders")
-    p.add_argument("--steps", type=int, default=None, metavar="N",
+    p.add_argument("--steps", type=at_least(1), default=None, metavar="N",
                    help="also the ALC over updates 0..N (the curve is interpolated at N; empty "
                    "for a run that stopped before N)")
     p.add_argument("--metric", default="loss", choices=["loss", "ppl"],
@@ -353,22 +314,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "whatever --samples is.",
                        epilog="Example: lmlow generate runs/ptb --prompt 'the company said' "
                        "--words 40 --top-p 0.9 --seed 3 --samples 2")
-    p.add_argument("run_dir", type=Path, help="LSTM run folder")
+    add_run(p, "LSTM run folder")
     _add_sampling_args(p)
     p.add_argument("--prompt", default="", metavar="TEXT",
                    help="text to continue, tokenised like the corpus (words the vocabulary "
                    "lacks are read as <unk>; default: none)")
-    p.add_argument("--words", type=int, default=50,
+    p.add_argument("--words", type=at_least(0), default=50,
                    help="tokens to generate per sample, <eos> included (default: 50)")
-    p.add_argument("--samples", type=int, default=1, help="number of samples (default: 1)")
+    p.add_argument("--samples", type=at_least(1), default=1, help="number of samples (default: 1)")
     p.add_argument("--bias-scale", type=float, default=1.0, metavar="LAMBDA",
                    help="multiply the output bias by LAMBDA: 1 is the trained model, 0 drops "
                    "the bias (Kobayashi et al. 2023) (default: 1)")
-    p.add_argument("--checkpoint", default="best", choices=["best", "last"],
-                   help="best: the best model by validation perplexity; last: the latest "
-                   "weights (default: best)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                   help="where to run the model (default: auto, a GPU if torch sees one)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per sample (sample, seed, tokens, text)")
     p.set_defaults(func=cmd_generate)
@@ -385,51 +341,37 @@ def build_parser() -> argparse.ArgumentParser:
                        "OUT/bias_sweep.md, .csv, .json and samples.jsonl and prints the table.",
                        epilog="Example: lmlow bias-sweep runs/ptb --lambdas 0,0.25,0.5,0.75,1 "
                        "--samples 100 --words 100 --top-p 0.9")
-    p.add_argument("run_dir", type=Path, help="LSTM run folder")
-    p.add_argument("--lambdas", default="0,0.25,0.5,0.75,1", metavar="LIST",
+    add_run(p, "LSTM run folder")
+    p.add_argument("--lambdas", type=_lambdas, default=[0, 0.25, 0.5, 0.75, 1], metavar="LIST",
                    help="comma-separated bias scales (default: 0,0.25,0.5,0.75,1)")
-    p.add_argument("--samples", type=int, default=100, help="samples per lambda (default: 100)")
-    p.add_argument("--words", type=int, default=100, help="tokens per sample (default: 100)")
+    p.add_argument("--samples", type=at_least(1), default=100, help="samples per lambda (default: 100)")
+    p.add_argument("--words", type=at_least(1), default=100, help="tokens per sample (default: 100)")
     _add_sampling_args(p)
     p.add_argument("--prompt", default="", metavar="TEXT",
                    help="text every sample continues (default: none, start of a text)")
     p.add_argument("--split", default="test", choices=["train", "valid", "test"],
                    help="split of the perplexity column (default: test)")
     p.add_argument("--corpus", type=Path, help="read the split from another corpus folder")
-    p.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/bias-sweep)")
-    p.add_argument("--force", action="store_true", help="overwrite an earlier sweep in --out")
-    p.add_argument("--checkpoint", default="best", choices=["best", "last"],
-                   help="best: the best model by validation perplexity; last: the latest "
-                   "weights (default: best)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                   help="where to run the model (default: auto, a GPU if torch sees one)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_output(p, "output folder (default: RUN_DIR/bias-sweep)", required=False,
+               json="print the result as JSON", force="overwrite an earlier sweep in --out")
     p.set_defaults(func=cmd_bias_sweep)
-    return ap
 
 
 def _add_config_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     """One flag per Config field: the dataclass is the single source of truth."""
-    from dataclasses import fields
-
     from lmlow.config import Config
 
     g = p.add_argument_group("settings (default: Merity et al.'s PTB values; presets change some)")
-    types = {"embeddings": str, "out_size": int}
-    for f in fields(Config):
-        if f.name in ("corpus", "preset", *skip):
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        default = "none" if f.default is None else (",".join(f.default) if isinstance(f.default, tuple) else f.default)
-        help_ = f"{f.metadata['help']} (default: {default})"
-        if f.name == "tie":
-            g.add_argument(flag, choices=["yes", "no"], default=None, help=help_)
-        elif isinstance(f.default, bool):
-            g.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_)
-        elif f.name == "init":
-            g.add_argument(flag, default=None, metavar="LIST", help=help_ + "; comma-separated")
-        else:
-            g.add_argument(flag, type=types.get(f.name, type(f.default)), default=None, help=help_)
+    add_settings(g, Config, skip=("corpus", "preset", *skip))
+
+
+def _lambdas(text: str) -> list[float]:
+    from lmlow.generate import parse_lambdas
+
+    try:
+        return parse_lambdas(text)
+    except LmlowError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--lambdas: ")) from None
 
 
 def _version() -> str:
@@ -474,10 +416,13 @@ def cmd_prepare(args) -> None:
 
 
 def cmd_vocab(args) -> None:
+    from lmlow.files import refuse_overwrite
+
+    if args.out:
+        refuse_overwrite([args.out], args.force)
     corpus, _ = _corpus(args)
     vocab = corpus.vocab
     if args.out:
-        refuse_overwrite([args.out], args.force)
         vocab.save(args.out, with_counts=args.counts)
     train = corpus.counts("train")
     summary = {"vocabulary_size": len(vocab), "unk_threshold": args.unk_threshold,
@@ -500,6 +445,7 @@ def cmd_unk(args) -> None:
     from dataclasses import asdict
 
     from lmlow.data.corpus import SPLITS
+    from lmlow.files import refuse_overwrite
     from lmlow.tables import markdown
 
     out = args.out
@@ -522,10 +468,9 @@ def cmd_stats(args) -> None:
     from lmlow.data.corpus import count_words
     from lmlow.data.stats import corpus_stats
 
-    thresholds = [int(k) for k in args.thresholds.split(",") if k.strip()]
     corpus, words = _corpus(args)
     pretrain = count_words(args.pretrain) if args.pretrain else None
-    stats = corpus_stats(corpus, pretrain, words, thresholds)
+    stats = corpus_stats(corpus, pretrain, words, args.thresholds)
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
 
 
@@ -558,14 +503,14 @@ def format_stats(s: dict) -> str:
 
 
 def cmd_embed(args) -> None:
+    from lmlow.files import refuse_overwrite
     from lmlow.glove import GloveConfig, save_vectors, train_glove
 
     refuse_overwrite([args.out, args.out.with_suffix(".kv")], args.force)  # before hours of work
-    cfg = GloveConfig(args.dim, args.window, args.min_count, args.epochs, args.x_max,
-                      args.alpha, args.learning_rate, args.threads, args.seed, args.memory)
+    cfg = GloveConfig(**settings_from(args, GloveConfig))
     kv, rep = train_glove(args.texts, cfg, work_dir=args.tmp_dir)
     paths = save_vectors(kv, args.out, force=args.force)
-    print(f"{rep.vocabulary} words x {args.dim} dims from {rep.tokens} tokens "
+    print(f"{rep.vocabulary} words x {cfg.dim} dims from {rep.tokens} tokens "
           f"({rep.cooccurrences} co-occurring pairs); counting {rep.seconds_counting:.0f}s, "
           f"{cfg.resolved_epochs()} epochs {rep.seconds_training:.0f}s (final cost "
           f"{rep.costs[-1] if rep.costs else float('nan'):.4f}); peak memory {rep.peak_memory_mb:.0f} MB")
@@ -585,18 +530,9 @@ def cmd_neighbours(args) -> None:
 
 
 def _settings(args) -> dict:
-    from dataclasses import fields
-
     from lmlow.config import Config
 
-    out = {}
-    for f in fields(Config):
-        if f.name in ("corpus", "preset"):
-            continue
-        v = getattr(args, f.name, None)
-        if v is not None:
-            out[f.name] = (v == "yes") if f.name == "tie" else v
-    return out
+    return settings_from(args, Config, skip=("corpus", "preset"))
 
 
 def cmd_train(args) -> None:
@@ -605,11 +541,9 @@ def cmd_train(args) -> None:
 
     settings = _settings(args)
     if args.resume:
-        budget = {k: settings.pop(k, None) for k in ("max_epochs", "max_time", "max_steps")}
-        if settings or args.corpus or args.out or args.config or args.preset:
-            raise LmlowError("--resume continues a run as configured; only --max-epochs, "
-                             "--max-time and --max-steps may be given with it")
-        summary = resume(args.resume, quiet=args.quiet, **budget)
+        given = {"corpus": args.corpus, "out": args.out, "config": args.config,
+                 "preset": args.preset}
+        summary = resume(args.resume, quiet=args.quiet, **settings, **given)
     else:
         if args.out is None:
             raise LmlowError("give --out RUN_DIR (or --resume RUN_DIR)")
@@ -623,14 +557,13 @@ def cmd_train(args) -> None:
         ppl = summary["best_valid_ppl"]
         print(f"done: {summary['epochs']} epochs, {summary['steps']} updates, "
               f"{summary['train_seconds']:.0f}s; best valid ppl "
-              f"{'n/a' if ppl is None else f'{ppl:.2f}'} -> {summary['run_dir']}/best.pt")
+              f"{'n/a' if ppl is None else f'{ppl:.2f}'} -> {summary['checkpoint']}")
 
 
 def cmd_ngram(args) -> None:
-    from lmlow.ngram import NgramRun, parse_prune, train_ngram
+    from lmlow.ngram import NgramOptions, NgramRun, train_ngram
 
-    cfg = train_ngram(args.corpus, args.out, order=args.order, unk_threshold=args.unk_threshold,
-                      memory=args.memory, prune=parse_prune(args.prune, args.order),
+    cfg = train_ngram(args.corpus, args.out, **settings_from(args, NgramOptions),
                       force=args.force, quiet=args.quiet)
     if args.quiet:
         return
@@ -644,17 +577,9 @@ def cmd_ngram(args) -> None:
 def cmd_sweep(args) -> None:
     from lmlow.sweep import dry_run, execute, plan
 
-    try:
-        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
-    except ValueError:
-        raise LmlowError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
-    if args.jobs < 1:
-        raise LmlowError("--jobs must be at least 1")
     extra = {k: v for k, v in _settings(args).items() if k not in ("embeddings", "seed")}
-    embeddings = [e for e in (args.embeddings or "").split(",") if e]
-    values = args.values.split(",") if args.values else None
-    runs = plan(args.corpus, args.out, args.grid, seeds, args.preset, embeddings, values, extra,
-                args.unigram)
+    runs = plan(args.corpus, args.out, args.grid, args.seeds, args.preset, args.embeddings,
+                args.values, extra, args.unigram)
     if args.dry_run:
         print("\n".join(dry_run(runs, args.out)))
         return
@@ -680,15 +605,13 @@ def cmd_eval(args) -> None:
 
     if args.weight is not None and not args.interpolate:
         raise LmlowError("--weight needs --interpolate RUN_DIR2")
-    kw = {"device": args.device} | ({"checkpoint": args.checkpoint} if args.checkpoint else {})
-    run = load(args.run_dir, **kw)
+    run = load(args.run_dir, args.checkpoint, args.device, batch_size=args.batch_size)
     name = str(args.run_dir)
     if args.interpolate:
         run = InterpolatedRun(run, load(args.interpolate, device=args.device), args.weight,
                               reset_lines=args.reset_lines)
         name = f"{args.run_dir} x {run.weight:.3f} + {args.interpolate} x {1 - run.weight:.3f}"
-    ev = run.evaluate(args.split, args.corpus, reset_lines=args.reset_lines,
-                      batch_size=args.batch_size)
+    ev = run.evaluate(args.split, args.corpus, reset_lines=args.reset_lines)
     if args.json:
         extra = {"interpolate": str(args.interpolate), "weight": run.weight} if args.interpolate else {}
         print(json.dumps(ev.to_dict() | extra))
@@ -696,17 +619,17 @@ def cmd_eval(args) -> None:
     print(f"{name} on {args.split}: perplexity {ev.perplexity:.2f} "
           f"({ev.perplexity_excluding_unk:.2f} excluding <unk>); {ev.tokens} tokens, "
           f"{ev.unk_tokens} <unk> targets ({ev.oov_tokens} out of vocabulary)"
-          + ("; lines scored independently"
-             if args.reset_lines or getattr(run, "resets_lines", False) else ""))
+          + ("; lines scored independently" if run.lines_independent(args.reset_lines) else ""))
     print(markdown(["training frequency", "tokens", "perplexity"],
                    [[b["bin"], b["tokens"], b["perplexity"]] for b in ev.bins], digits=4))
 
 
 def cmd_score(args) -> None:
     from lmlow.data.textio import iter_lines
-    from lmlow.runs import LN10, load
+    from lmlow.evaluate import LN10
+    from lmlow.runs import load
 
-    run = load(args.run_dir, device=args.device)
+    run = load(args.run_dir, args.checkpoint, args.device)
     for lineno, tokens in iter_lines(args.file):
         scored = run.score(tokens)
         ln = [p for _, p, _ in scored]
@@ -732,10 +655,11 @@ def _add_sampling_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_analyze(args) -> None:
-    from lmlow.analysis import analyze, to_json
+    from lmlow.analysis import analyze
+    from lmlow.files import to_json
 
     r = analyze(args.run_dir, args.split, args.out, args.tokens, args.bins, args.corpus,
-                args.checkpoint, args.device, args.force)
+                args.checkpoint or "best", args.device, args.force)
     keys = ["bias_spearman", "bias_pearson", "bias_norm", "bias_kl_unigram", "kl_unigram_avg",
             "kl_unigram_avg_no_bias", "kl_uniform_avg", "kl_uniform_avg_no_bias", "perplexity",
             "perplexity_no_bias"]
@@ -756,7 +680,8 @@ def cmd_analyze(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from lmlow.analysis import compare, compare_markdown, compare_table, to_json, write_compare
+    from lmlow.analysis import compare, compare_markdown, compare_table, write_compare
+    from lmlow.files import to_json
     from lmlow.tables import to_csv
 
     rows = compare(args.runs, args.steps, args.metric)
@@ -771,19 +696,18 @@ def cmd_compare(args) -> None:
 
 
 def cmd_generate(args) -> None:
-    from lmlow.generate import Sampling, open_run, render, sample_ids
+    from lmlow.generate import generate, render
+    from lmlow.runs import LSTMRun
 
-    run = open_run(args.run_dir, args.checkpoint, args.device)
+    run = LSTMRun(args.run_dir, args.checkpoint, args.device)
     words = args.prompt.split()
     unknown = [w for w in words if w not in run.vocab]
     if unknown and not args.json:
         print(f"(read as <unk>, not in the vocabulary: {' '.join(unknown[:10])})", file=sys.stderr)
-    sampling = Sampling(args.temperature, args.top_k, args.top_p, args.bias_scale, args.no_unk)
-    ids = sample_ids(run.model, run.vocab, run.vocab.encode(words), args.words, args.samples,
-                     args.seed, sampling, run.device)
-    for i, s in enumerate(ids):
-        tokens = run.vocab.decode(s)
-        text = render(words + tokens) if words else render(tokens)
+    samples = generate(run, args.prompt, args.words, args.samples, args.seed, args.temperature,
+                       args.top_k, args.top_p, args.bias_scale, args.no_unk)
+    for i, tokens in enumerate(samples):
+        text = render(words + tokens)
         if args.json:
             print(json.dumps({"sample": i, "seed": args.seed, "prompt": args.prompt,
                               "tokens": tokens, "text": text}))
@@ -792,13 +716,12 @@ def cmd_generate(args) -> None:
 
 
 def cmd_bias_sweep(args) -> None:
-    from lmlow.analysis import to_json
-    from lmlow.generate import bias_sweep, parse_lambdas
+    from lmlow.files import to_json
+    from lmlow.generate import bias_sweep
 
-    lambdas = parse_lambdas(args.lambdas)     # before loading anything
-    r = bias_sweep(args.run_dir, lambdas, args.samples, args.words, args.seed, args.temperature,
-                   args.top_k, args.top_p, args.prompt, args.no_unk, args.split, args.corpus,
-                   args.out, args.force, args.checkpoint, args.device)
+    r = bias_sweep(args.run_dir, args.lambdas, args.samples, args.words, args.seed,
+                   args.temperature, args.top_k, args.top_p, args.prompt, args.no_unk, args.split,
+                   args.corpus, args.out, args.force, args.checkpoint or "best", args.device)
     if args.json:
         print(to_json(r))
         return

@@ -16,12 +16,28 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 from lmlow.errors import LmlowError
+from lmlow.files import atomic_write_json
 
 INIT_CHOICES = ("glove", "glove-output", "unigram", "random")
 
 
-def _f(default, help: str, **kw):
+def setting(default, help: str, **kw):
+    """A dataclass field that is also a command-line flag: ``help`` is its --help text;
+    ``metavar`` and ``parse`` (a function from the flag's text to the value) are optional."""
     return field(default=default, metadata={"help": help, **kw})
+
+
+_f = setting
+
+
+def yes_no(text: str) -> bool:
+    """``yes``/``no`` as a bool (for settings whose flag reads best as a word)."""
+    if text in ("yes", "no"):
+        return text == "yes"
+    raise ValueError(f"expected yes or no, got {text!r}")
+
+
+yes_no.__name__ = "yes or no"   # what argparse names in its one-line error
 
 
 @dataclass
@@ -34,11 +50,13 @@ class Config:
                                "vocabulary and UNK rule still come from the whole split)")
     extend_vocab: bool = _f(False, "add the embedding words to the vocabulary (count 0; K=0 only)")
     # embedding configuration
-    tie: bool = _f(True, "share one matrix between input and output embeddings")
+    tie: bool = _f(True, "share one matrix between input and output embeddings (yes or no)",
+                   parse=yes_no, metavar="{yes,no}")
     freeze_input: bool = _f(False, "keep the input embeddings fixed")
     freeze_output: bool = _f(False, "keep the output embeddings fixed (not the bias)")
     freeze_output_bias: bool = _f(False, "keep the output bias fixed too")
-    init: tuple[str, ...] = _f(("random",), "initialisation: glove, glove-output, unigram, random")
+    init: tuple[str, ...] = _f(("random",), "initialisation, comma-separated: glove, "
+                               "glove-output, unigram, random", metavar="LIST")
     # model
     emb_size: int = _f(400, "input embedding size (the vectors' size when --init glove)")
     out_size: int | None = _f(None, "output embedding size (default: emb size)")
@@ -143,16 +161,13 @@ class Config:
             raise LmlowError("--unk-threshold and --max-epochs must be >= 0")
         return self
 
+    @property
+    def roles(self) -> "EmbeddingRoles":
+        return EmbeddingRoles.of(self)
+
     def describe(self) -> str:
         """The embedding configuration in the paper's terms."""
-        def part(pre, frozen):
-            return ("pretrained" if pre else "random") + (", frozen" if frozen else "")
-        if self.tie:
-            emb = f"tied ({part(self.pretrained_input, self.freeze_input or self.freeze_output)})"
-        else:
-            emb = (f"untied: input {part(self.pretrained_input, self.freeze_input)}; "
-                   f"output {part(self.pretrained_output, self.freeze_output)}")
-        return emb + ("; unigram bias" if self.unigram_bias else "")
+        return self.roles.describe()
 
     # ---- persistence
     def to_dict(self) -> dict:
@@ -169,8 +184,7 @@ class Config:
         return cls(**d).validate()
 
     def save(self, path: Path) -> None:
-        from lmlow.data.textio import atomic_write_text
-        atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
+        atomic_write_json(path, self.to_dict(), indent=2)
 
     @classmethod
     def load(cls, path: Path) -> "Config":
@@ -204,6 +218,73 @@ def load_table(path: Path) -> dict:
     return data
 
 
+@dataclass(frozen=True)
+class EmbeddingRoles:
+    """What the input and output embeddings are in a configuration (Kummerfeld et al.'s
+    Table 1 columns): derived here once for the trainer's message, sweep folder names and
+    report columns. In a tied model, freezing either side freezes the one matrix."""
+
+    tie: bool
+    input_pretrained: bool
+    input_frozen: bool
+    output_pretrained: bool
+    output_frozen: bool
+    unigram_bias: bool
+
+    @classmethod
+    def of(cls, settings: "Config | dict") -> "EmbeddingRoles":
+        """From a Config or from (partial) settings, missing ones at their defaults."""
+        if isinstance(settings, dict):
+            base = {f.name: f.default for f in fields(Config) if f.name in
+                    ("tie", "freeze_input", "freeze_output", "init")}
+            s = {**base, **{k: v for k, v in settings.items() if k in base}}
+            tie, fin, fout, init = s["tie"], s["freeze_input"], s["freeze_output"], set(s["init"])
+        else:
+            tie, fin, fout = settings.tie, settings.freeze_input, settings.freeze_output
+            init = set(settings.init)
+        in_pre = "glove" in init
+        if tie:
+            frozen = bool(fin or fout)
+            return cls(True, in_pre, frozen, in_pre, frozen, "unigram" in init)
+        return cls(False, in_pre, bool(fin), "glove-output" in init, bool(fout), "unigram" in init)
+
+    @staticmethod
+    def _part(pretrained: bool, frozen: bool, short: bool = False) -> str:
+        if short:
+            return ("pre" if pretrained else "rand") + ("-frozen" if frozen else "")
+        return ("pretrained" if pretrained else "random") + (", frozen" if frozen else "")
+
+    def describe(self) -> str:
+        """``untied: input pretrained, frozen; output random; unigram bias``."""
+        if self.tie:
+            emb = f"tied ({self._part(self.input_pretrained, self.input_frozen)})"
+        else:
+            emb = (f"untied: input {self._part(self.input_pretrained, self.input_frozen)}; "
+                   f"output {self._part(self.output_pretrained, self.output_frozen)}")
+        return emb + ("; unigram bias" if self.unigram_bias else "")
+
+    def slug(self) -> str:
+        """A folder name: ``tied.pre-frozen``, ``untied.in-pre-frozen.out-rand``."""
+        inp = self._part(self.input_pretrained, self.input_frozen, short=True)
+        if self.tie:
+            return f"tied.{inp}"
+        return f"untied.in-{inp}.out-{self._part(self.output_pretrained, self.output_frozen, True)}"
+
+    def columns(self) -> dict[str, str]:
+        """The report's tie / input / output / unigram bias columns."""
+        return {"tie": "tied" if self.tie else "untied",
+                "input": self._part(self.input_pretrained, self.input_frozen),
+                "output": "= input" if self.tie else self._part(self.output_pretrained,
+                                                                self.output_frozen),
+                "unigram bias": "yes" if self.unigram_bias else "no"}
+
+
+PRESET_PURPOSE = {
+    "paper": "Merity et al.'s PTB model, for a GPU (about a day there, far more on a CPU)",
+    "small": "lmlow's recommendation on a CPU: useful in minutes on 2 cores",
+    "tiny": "seconds, for tests and smoke runs",
+}
+
 PRESETS: dict[str, dict] = {
     # Merity et al.'s PTB model; for a GPU (about a day there, far more on a CPU).
     "paper": {},
@@ -221,6 +302,16 @@ PRESETS: dict[str, dict] = {
                  dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0.05, wdrop=0.1,
                  optimizer="adam", lr=3e-3, asgd=False, max_epochs=2),
 }
+
+
+def preset_help() -> str:
+    """The --preset help, generated from the presets themselves so it cannot go stale."""
+    def shape(name):
+        v = {f.name: f.default for f in fields(Config)} | PRESETS[name]
+        sizes = [v["hidden_size"]] * (v["layers"] - 1) + [v["out_size"] or v["emb_size"]]
+        return (f"{v['emb_size']}-d embeddings, LSTM {'+'.join(map(str, sizes))}, "
+                f"{v['optimizer']} lr {v['lr']:g}, batch {v['batch_size']}")
+    return "; ".join(f"{n}: {PRESET_PURPOSE[n]} ({shape(n)})" for n in PRESETS)
 
 
 def defaults(preset: str | None) -> dict:

@@ -9,11 +9,12 @@ learning curves as a PNG. Reuses what a previous run built. Usage: python -m lml
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-import time
 from pathlib import Path
+
+from lmlow.files import atomic_write_text
+from lmlow.plots import plot_validation_curves
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpora" / "pydocs-mini"
@@ -29,6 +30,7 @@ def main(argv=None) -> int:
     from lmlow.errors import LmlowError
     from lmlow.glove import GloveConfig, save_vectors, train_glove
     from lmlow.ngram import train_ngram
+    from lmlow.rundir import RunDir
     from lmlow.runs import load
     from lmlow.train import train
 
@@ -51,38 +53,36 @@ def main(argv=None) -> int:
             print(f"   {rep.vocabulary} words in {rep.seconds_counting + rep.seconds_training:.0f}s")
         rows = []
         for i, (name, settings) in enumerate(CONFIGS.items(), 2):
-            run = args.out / ("standard" if i == 2 else "recommended")
-            if not (run / "best.pt").exists() or not (run / "done").exists():
+            run = RunDir(args.out / ("standard" if i == 2 else "recommended"))
+            if not run.finished:
                 print(f"{i}. {name}: {args.minutes_per_model:g} minutes", flush=True)
                 cfg = build_config("small", None, corpus=str(CORPUS), embeddings=str(vectors),
                                    max_time=args.minutes_per_model, **settings)
-                t0 = time.time()
-                train(cfg, run, force=True, quiet=True)
-                (run / "done").write_text(f"{time.time() - t0:.0f}\n")
-            rows.append(_row(name, run, load(run)))
-        kn = args.out / "kenlm5"
-        if not (kn / "config.json").exists() or not (kn / "done").exists():
+                train(cfg, run.path, force=True, quiet=True)
+            rows.append(_row(name, run, load(run.path)))
+        kn = RunDir(args.out / "kenlm5")
+        if not kn.finished:
             print("4. KenLM 5-gram (modified Kneser-Ney) on the same tokens", flush=True)
-            t0 = time.time()
-            train_ngram(CORPUS, kn, order=5, force=True, quiet=True)
-            (kn / "done").write_text(f"{time.time() - t0:.0f}\n")
-        rows.insert(0, _row("KenLM 5-gram", kn, load(kn)))
+            train_ngram(CORPUS, kn.path, order=5, force=True, quiet=True)
+        rows.insert(0, _row("KenLM 5-gram", kn, load(kn.path)))
     except LmlowError as e:
         print(f"demo: error: {e}", file=sys.stderr)
         return 1
-    (args.out / "results.md").write_text(_print_table(rows) + "\n")
-    _plot([args.out / "standard", args.out / "recommended"], list(CONFIGS), args.out / "curves.png")
+    atomic_write_text(args.out / "results.md", _print_table(rows) + "\n")
+    series = [{"label": name, "rows": RunDir(args.out / folder).metrics(), "group": i}
+              for i, (name, folder) in enumerate(zip(CONFIGS, ("standard", "recommended")))]
+    plot_validation_curves(series, args.out / "curves.png", size=(6, 4))
     print(f"\ntable: {args.out / 'results.md'}; learning curves: {args.out / 'curves.png'}")
     return 0
 
 
-def _row(name: str, run: Path, scorer) -> dict:
+def _row(name: str, run, scorer) -> dict:
     valid, test = scorer.evaluate("valid"), scorer.evaluate("test")
     rare = [b for b in test.bins if b["bin"] in ("1", "2-5") and b["tokens"]]
     n = sum(b["tokens"] for b in rare)
     rare_ppl = math.exp(sum(b["tokens"] * math.log(b["perplexity"]) for b in rare) / n) if n else float("nan")
     return {"configuration": name, "valid": valid.perplexity, "test": test.perplexity,
-            "test_rare": rare_ppl, "seconds": float((run / "done").read_text())}
+            "test_rare": rare_ppl, "seconds": float(run.summary()["train_seconds"])}
 
 
 def _print_table(rows) -> str:
@@ -92,23 +92,6 @@ def _print_table(rows) -> str:
                                        r["seconds"]] for r in rows], digits=4)
     print("\n" + table)
     return table
-
-
-def _plot(runs, names, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for run, name in zip(runs, names):
-        rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
-        rows = [r for r in rows if "valid_ppl" in r and "elapsed" in r]
-        ax.plot([r["elapsed"] / 60 for r in rows], [r["valid_ppl"] for r in rows], "o-", label=name)
-    ax.set_xlabel("training minutes")
-    ax.set_ylabel("validation perplexity")
-    ax.set_yscale("log")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":

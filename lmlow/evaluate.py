@@ -9,19 +9,21 @@ scored exactly once.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
 
 import numpy as np
+
+from lmlow.data.corpus import Corpus
+from lmlow.data.textio import EOS
+from lmlow.data.vocab import Vocabulary
+
+LN10 = math.log(10)       # KenLM and ARPA files speak log10; lmlow speaks natural logs
 
 # Training-frequency bins of the target word (count in the training split after the UNK rule).
 BINS = ((0, 0, "unseen"), (1, 1, "1"), (2, 5, "2-5"), (6, 20, "6-20"), (21, 100, "21-100"),
         (101, None, ">100"))
-
-
-class Scorer(Protocol):
-    def token_logprobs(self, ids: np.ndarray) -> np.ndarray:
-        """Natural-log probability of every token of ``ids`` (which ends with ``<eos>``)."""
 
 
 def perplexity(logprobs: np.ndarray) -> float:
@@ -61,13 +63,47 @@ def evaluate_logprobs(split: str, ids: np.ndarray, logprobs: np.ndarray, counts:
                       cross_entropy=-float(np.mean(logprobs)), bins=bins)
 
 
-def evaluate_split(scorer, split: str, corpus=None, **kw) -> Evaluation:
-    """Any scorer (LSTM, n-gram, mixture) on a split of its corpus, or of another corpus folder
-    with the same vocabulary; ``kw`` goes to ``scorer.token_logprobs``."""
-    enc = scorer.corpus(corpus).encode(split)
-    lp = scorer.token_logprobs(enc.ids, **kw)
-    return evaluate_logprobs(split, enc.ids, lp, scorer.vocab.count_array(), scorer.vocab.unk_id,
-                             enc.stats.oov_tokens)
+class Scorer(ABC):
+    """A language model over a corpus's vocabulary: the LSTM run, the KenLM run and their
+    mixture are subclasses. A subclass sets ``run_dir``, ``vocab``, ``corpus_path`` (the
+    corpus it was trained on), ``unk_threshold`` and ``carries_state``, and implements
+    :meth:`token_logprobs`; corpus reading, evaluation and sentence scoring are written once
+    here, so every model is measured the same way."""
+
+    run_dir: Path
+    vocab: Vocabulary
+    corpus_path: Path
+    unk_threshold: int
+    carries_state: bool      # does the state cross line ends when not told to reset?
+
+    @abstractmethod
+    def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
+        """Natural-log probability of every token of ``ids`` (a stream ending with
+        ``<eos>``), each scored once; ``reset_lines``: every line from a fresh state."""
+
+    def lines_independent(self, reset_lines: bool = False) -> bool:
+        """Whether scores of one line ignore the lines before it."""
+        return reset_lines or not self.carries_state
+
+    def corpus(self, root: Path | None = None) -> Corpus:
+        """The corpus (or another folder read with this model's vocabulary and UNK rule)."""
+        return Corpus(Path(root or self.corpus_path), self.unk_threshold, vocab=self.vocab)
+
+    def evaluate(self, split: str = "valid", corpus: Path | None = None,
+                 reset_lines: bool = False) -> Evaluation:
+        """Perplexity on a split of the corpus (or of another folder with the same words)."""
+        enc = self.corpus(corpus).encode(split)
+        lp = self.token_logprobs(enc.ids, reset_lines=reset_lines)
+        return evaluate_logprobs(split, enc.ids, lp, self.vocab.count_array(), self.vocab.unk_id,
+                                 enc.stats.oov_tokens)
+
+    def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
+        """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,
+        from a fresh state, like KenLM's ``full_scores``."""
+        words = (sentence.split() if isinstance(sentence, str) else list(sentence)) + [EOS]
+        ids = np.array(self.vocab.encode(words), dtype=np.int64)
+        lp = self.token_logprobs(ids, reset_lines=True)
+        return [(w, float(p), w not in self.vocab) for w, p in zip(words, lp)]
 
 
 def mix_logprobs(lp_a: np.ndarray, lp_b: np.ndarray, weight: float) -> np.ndarray:
@@ -107,14 +143,17 @@ def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bpt
     import torch
     import torch.nn.functional as F
 
-    out = np.full(len(ids), np.nan)
+    out = np.zeros(len(ids))
+    times = np.zeros(len(ids), np.int64)
     with torch.no_grad():
         for output, y, pos in lstm_outputs(model, ids, eos_id, batch_size, bptt, reset_lines,
                                            context, device):
             logp = F.log_softmax(model.logits(output, bias_scale).float(), dim=-1)
             out[pos] = logp.gather(-1, y.unsqueeze(-1)).squeeze(-1).cpu().numpy()
-    if np.isnan(out).any():
-        raise RuntimeError("internal error: some tokens were not scored")
+            np.add.at(times, pos, 1)
+    if len(ids) and not (times == 1).all():
+        bad = int(np.flatnonzero(times != 1)[0])
+        raise RuntimeError(f"internal error: token {bad} scored {times[bad]} times, not once")
     return out
 
 

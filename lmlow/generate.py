@@ -120,24 +120,21 @@ def render(tokens: list[str]) -> str:
     return "\n".join(lines + [" ".join(line)])
 
 
-def open_run(run_dir: Path, checkpoint: str = "best", device: str = "auto"):
+def open_run(run, checkpoint: str | None = None, device: str = "auto"):
+    """An :class:`lmlow.runs.LSTMRun` from a run folder (or the run itself)."""
     from lmlow.runs import LSTMRun
 
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise LmlowError(f"{run_dir}: no such run folder")
-    if not (run_dir / f"{checkpoint}.pt").exists():
-        raise LmlowError(f"{run_dir}: not an LSTM run folder (no {checkpoint}.pt)")
-    return LSTMRun(run_dir, checkpoint, device)
+    return run if isinstance(run, LSTMRun) else LSTMRun(run, checkpoint, device)
 
 
-def generate(run_dir: Path, prompt: str = "", words: int = 50, samples: int = 1, seed: int = 1,
+def generate(run, prompt: str = "", words: int = 50, samples: int = 1, seed: int = 1,
              temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-             bias_scale: float = 1.0, no_unk: bool = False, checkpoint: str = "best",
+             bias_scale: float = 1.0, no_unk: bool = False, checkpoint: str | None = None,
              device: str = "auto") -> list[list[str]]:
     """Sample ``samples`` continuations of ``prompt`` (tokenised like the corpus; unknown
-    words read as ``<unk>``) of ``words`` tokens each from a run; returns their tokens."""
-    run = open_run(run_dir, checkpoint, device)
+    words read as ``<unk>``) of ``words`` tokens each from a run (a folder or an open
+    LSTMRun); returns their tokens."""
+    run = open_run(run, checkpoint, device)
     sampling = Sampling(temperature, top_k, top_p, bias_scale, no_unk)
     ids = sample_ids(run.model, run.vocab, run.vocab.encode(prompt.split()), words, samples, seed,
                      sampling, run.device)
@@ -164,7 +161,7 @@ def parse_lambdas(text: str) -> list[float]:
 
 def text_row(samples: list[list[int]], vocab, log_u: np.ndarray) -> dict:
     """Diversity and frequency statistics of token-id samples."""
-    from lmlow.analysis import distinct_n, ngram_diversity
+    from lmlow.analysis.stats import distinct_n, ngram_diversity
 
     flat = np.array([t for s in samples for t in s], dtype=np.int64)
     return {"Distinct-1": distinct_n(samples, 1), "Distinct-2": distinct_n(samples, 2),
@@ -185,10 +182,11 @@ def bias_sweep(run_dir: Path, lambdas, samples: int = 100, words: int = 100, see
     and KL(unigram || mean prediction) on ``split``; plus a row for the split's own text cut
     into pieces of the same size. Writes OUT/bias_sweep.md, .csv, .json and samples.jsonl
     (OUT defaults to RUN_DIR/bias-sweep) and returns the JSON's content."""
-    from lmlow.analysis import distribution_stats, kl_divergence, to_json, unigram_distribution
-    from lmlow.data.textio import atomic_write_text
-    from lmlow.errors import refuse_overwrite
+    from lmlow.analysis.frequency import distribution_stats
+    from lmlow.analysis.stats import kl_divergence, unigram_distribution
+    from lmlow.files import atomic_write_json, atomic_write_text, refuse_overwrite, to_json
     from lmlow.model import log_unigram
+    from lmlow.rundir import RunDir
     from lmlow.tables import markdown, to_csv
 
     import torch
@@ -199,7 +197,7 @@ def bias_sweep(run_dir: Path, lambdas, samples: int = 100, words: int = 100, see
     if samples < 1 or words < 1:
         raise LmlowError("--samples and --words must be at least 1")
     run_dir = Path(run_dir)
-    out = Path(out) if out else run_dir / "bias-sweep"
+    out = Path(out) if out else RunDir(run_dir).bias_sweep_dir
     names = ["bias_sweep.md", "bias_sweep.csv", "bias_sweep.json", "samples.jsonl"]
     refuse_overwrite([out / n for n in names], force)
     run = open_run(run_dir, checkpoint, device)
@@ -235,7 +233,7 @@ def bias_sweep(run_dir: Path, lambdas, samples: int = 100, words: int = 100, see
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "bias_sweep.md", result["markdown"] + "\n")
     atomic_write_text(out / "bias_sweep.csv", to_csv(headers, table))
-    atomic_write_text(out / "bias_sweep.json", to_json(result, indent=1) + "\n")
+    atomic_write_json(out / "bias_sweep.json", result)
     atomic_write_text(out / "samples.jsonl", "".join(to_json(t) + "\n" for t in texts))
     return result
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import re
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,9 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
+from lmlow.config import setting
 from lmlow.data.corpus import count_words
 from lmlow.data.textio import UNK, iter_lines
-from lmlow.errors import LmlowError, refuse_overwrite
+from lmlow.errors import LmlowError
+from lmlow.external import find_program, last_line, run_program
+from lmlow.files import atomic_path, refuse_overwrite
 from lmlow.progress import epochs_bar, progress
 
 RAW_UNK = "<lmlow-text-unk>"   # a literal <unk> of the text, renamed: the tool reserves <unk>
@@ -43,16 +45,21 @@ RAW_UNK = "<lmlow-text-unk>"   # a literal <unk> of the text, renamed: the tool 
 
 @dataclass
 class GloveConfig:
-    dim: int = 400            # the AWD-LSTM embedding size (Kummerfeld et al. 2020)
-    window: int = 10          # GloVe paper: symmetric window of 10
-    min_count: int = 5        # GloVe's released code default
-    epochs: int | None = None  # GloVe paper: 50 below 300 dimensions, 100 otherwise
-    x_max: float = 100.0
-    alpha: float = 0.75
-    learning_rate: float = 0.05
-    threads: int = 0          # 0: all cores
-    seed: int = 1
-    memory: float = 4.0       # GB, soft limit for co-occurrence counting and shuffling
+    """The settings of ``lmlow embed`` (flags are generated from these fields)."""
+
+    dim: int = setting(400, "vector size (400: the AWD-LSTM embedding size)")
+    window: int = setting(10, "symmetric context window (the GloVe paper's 10)")
+    min_count: int = setting(5, "words seen fewer times get no vector (GloVe's default 5)")
+    epochs: int | None = setting(None, "AdaGrad passes (default: the GloVe paper's 50 below 300 "
+                                 "dimensions, 100 otherwise; 15-25 give usable vectors in a "
+                                 "fraction of the time)")
+    x_max: float = setting(100.0, "weighting cut-off x_max of f(x)")
+    alpha: float = setting(0.75, "weighting exponent")
+    learning_rate: float = setting(0.05, "AdaGrad rate")
+    threads: int = setting(0, "CPU threads (0: all cores)")
+    seed: int = setting(1, "random seed (with more than one thread, updates race as in GloVe, "
+                        "so runs differ slightly)")
+    memory: float = setting(4.0, "soft memory limit in GB for counting and shuffling")
 
     def resolved_epochs(self) -> int:
         return self.epochs if self.epochs is not None else (50 if self.dim < 300 else 100)
@@ -72,11 +79,7 @@ class GloveReport:
 
 def tool(name: str) -> str:
     """A Stanford GloVe executable: the venv's ``bin`` first, then PATH."""
-    local = Path(sys.prefix) / "bin" / name
-    found = str(local) if local.exists() else shutil.which(name)
-    if not found:
-        raise LmlowError(f"{name} is not built: run `make install` or `python tools/build_glove.py`")
-    return found
+    return find_program(name, "build it with `make install` (or `python tools/build_glove.py`)")
 
 
 def glove_vocabulary(counts: Counter, min_count: int) -> dict[str, int]:
@@ -103,9 +106,9 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     threads = cfg.threads or os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="lmlow-glove-", dir=work_dir) as tmp:
         tmp = Path(tmp)
-        _write_vocab(vocab, counts, tmp / "vocab.txt")
+        _write_vocab(vocab, counts, tmp / "glove-vocab.txt")
         _write_text(texts, tmp / "text.txt", sum(counts.values()), show_progress)
-        _run([tool("glove-cooccur"), tmp / "text.txt", tmp / "vocab.txt", tmp / "cooc.bin",
+        _run([tool("glove-cooccur"), tmp / "text.txt", tmp / "glove-vocab.txt", tmp / "cooc.bin",
               cfg.window, tmp / "overflow", cfg.memory], "counting co-occurrences", show_progress)
         (tmp / "text.txt").unlink()
         pairs = (tmp / "cooc.bin").stat().st_size // 16
@@ -143,16 +146,12 @@ def _run(cmd: list, what: str, show_progress: bool) -> str:
     """Run one GloVe tool; its log becomes a one-line error if it fails."""
     if show_progress:
         print(f"GloVe: {what}...", file=sys.stderr, flush=True)
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, errors="replace")
-    if r.returncode != 0:
-        last = [ln for ln in re.split(r"[\r\n]|\x1b\[\d*G", r.stderr) if ln.strip()][-1:] or ["no output"]
-        raise LmlowError(f"{Path(str(cmd[0])).name} failed ({what}, exit {r.returncode}): {last[0].strip()}")
-    return r.stderr
+    return run_program(cmd, f"{Path(str(cmd[0])).name} ({what})", last_line).stderr
 
 
 def _fit(tmp: Path, cfg: GloveConfig, threads: int, unk_vector: bool, show_progress: bool) -> list[float]:
     """AdaGrad epochs in ``glove-train``, its per-epoch cost lines driving the progress bar."""
-    cmd = [tool("glove-train"), tmp / "shuf.bin", tmp / "vocab.txt", tmp / "vectors", cfg.dim,
+    cmd = [tool("glove-train"), tmp / "shuf.bin", tmp / "glove-vocab.txt", tmp / "vectors", cfg.dim,
            cfg.resolved_epochs(), threads, cfg.x_max, cfg.alpha, cfg.learning_rate,
            int(unk_vector), cfg.seed]
     costs, tail = [], []
@@ -195,12 +194,10 @@ def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:
     kv_path = out.with_suffix(".kv")
     refuse_overwrite([out, kv_path], force)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(f"{out}.tmp{os.getpid()}")
-    kv.save_word2vec_format(str(tmp), write_header=False)
-    os.replace(tmp, out)
-    tmp_kv = Path(f"{kv_path}.tmp{os.getpid()}")
-    kv.save(str(tmp_kv))
-    for extra in tmp_kv.parent.glob(tmp_kv.name + ".*"):  # gensim's .npy side files
-        os.replace(extra, kv_path.parent / (kv_path.name + extra.name[len(tmp_kv.name):]))
-    os.replace(tmp_kv, kv_path)
+    with atomic_path(out) as tmp:
+        kv.save_word2vec_format(str(tmp), write_header=False)
+    with atomic_path(kv_path) as tmp_kv:
+        kv.save(str(tmp_kv))
+        for extra in tmp_kv.parent.glob(tmp_kv.name + ".*"):  # gensim's .npy side files
+            os.replace(extra, kv_path.parent / (kv_path.name + extra.name[len(tmp_kv.name):]))
     return [out, kv_path]

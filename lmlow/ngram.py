@@ -16,13 +16,10 @@ every line, while the LSTM by default carries its state across lines: compare wi
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, fields
@@ -31,17 +28,35 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from lmlow.config import setting
 from lmlow.data.corpus import Corpus, write_ids_as_text
-from lmlow.data.textio import EOS, UNK, atomic_write_text
+from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
-from lmlow.errors import LmlowError, refuse_overwrite
-from lmlow.evaluate import Evaluation, evaluate_split
-from lmlow.runs import LN10
+from lmlow.errors import LmlowError
+from lmlow.evaluate import LN10, Scorer
+from lmlow.external import find_program, run_program
+from lmlow.files import atomic_path, atomic_write_json, read_json
+from lmlow.rundir import NGRAM, RunDir
 
 MAX_ORDER = 6                      # KENLM_MAX_ORDER of build_binary and the kenlm module
 KENLM_RESERVED = ("<s>", "</s>")   # lmplz refuses them as words; the LSTM has no such limit
 PLACEHOLDER = "<lmlow-unk>"
-RUN_FILES = ("model.arpa", "model.bin", "vocab.txt", "config.json")
+BUILD_HINT = "build it with `make install` (or `python tools/build_kenlm.py`)"
+
+
+@dataclass
+class NgramOptions:
+    """The settings of ``lmlow ngram`` (flags are generated from these fields)."""
+
+    order: int = setting(5, "n-gram order, 2 to 6")
+    unk_threshold: int = setting(0, "UNK rule: a word whose training count is below K becomes "
+                                 "<unk> in every split (0 replaces nothing)", metavar="K")
+    memory: str = setting("1G", "lmplz's sorting memory (-S), like GNU sort: 1G, 500M, 20%% of "
+                          "RAM; lmplz uses disk beyond it, so more only makes large corpora faster")
+    prune: str | None = setting(None, "drop n-grams seen at most this often, one count per "
+                                "order from the unigrams on, non-decreasing, the last repeated "
+                                "for higher orders: 0,0,1 drops singleton trigrams and above "
+                                "(default: no pruning)", metavar="COUNTS")
 
 
 @dataclass
@@ -60,26 +75,16 @@ class NgramConfig:
     train_seconds: float           # writing the text, lmplz, the <unk> rename, build_binary
     lmplz_seconds: float
     lmplz_peak_rss_mb: float | None
-    kind: str = "ngram"
+    kind: str = NGRAM
 
     @classmethod
     def load(cls, path: Path) -> "NgramConfig":
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_json(path)
         names = {f.name for f in fields(cls)}
         missing = names - set(data) - {"kind"}
         if missing:
             raise LmlowError(f"{path}: not an n-gram run configuration (lacks {', '.join(sorted(missing))})")
         return cls(**{k: v for k, v in data.items() if k in names})
-
-
-def find_program(name: str) -> str:
-    """A KenLM program from the venv's bin/ (where tools/build_kenlm.py puts it), else PATH."""
-    local = Path(sys.prefix) / "bin" / name
-    found = str(local) if os.access(local, os.X_OK) else shutil.which(name)
-    if not found:
-        raise LmlowError(f"KenLM's {name} not found in {local.parent} or on PATH; build it with "
-                         "`make install` (or `python tools/build_kenlm.py`)")
-    return found
 
 
 def parse_prune(text: str | None, order: int) -> list[int] | None:
@@ -97,17 +102,20 @@ def parse_prune(text: str | None, order: int) -> list[int] | None:
 
 
 def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: int = 0,
-                memory: str = "1G", prune: list[int] | None = None, force: bool = False,
+                memory: str = "1G", prune: list[int] | str | None = None, force: bool = False,
                 quiet: bool = False) -> NgramConfig:
-    """Estimate a KenLM model on the corpus's training split into a run folder."""
+    """Estimate a KenLM model on the corpus's training split into a run folder; its
+    ``summary.json``, written last, marks it finished."""
+    if isinstance(prune, str):
+        prune = parse_prune(prune, order)
     if not 2 <= order <= MAX_ORDER:
         raise LmlowError(f"--order must be 2 to {MAX_ORDER} (KenLM's query code needs bigrams and "
                          f"was compiled for at most {MAX_ORDER}), got {order}")
     if not re.fullmatch(r"\d+(\.\d+)?[bKMGTPEZY%]?", memory):
         raise LmlowError(f"--memory {memory!r}: expected a size like GNU sort's: 1G, 500M, 20%")
-    lmplz, build_binary = find_program("lmplz"), find_program("build_binary")
-    out_dir = Path(out_dir)
-    refuse_overwrite([out_dir / f for f in RUN_FILES], force)
+    lmplz, build_binary = find_program("lmplz", BUILD_HINT), find_program("build_binary", BUILD_HINT)
+    run = RunDir(out_dir).check_new(force)
+    out_dir = run.path
     corpus = Corpus(corpus_dir, unk_threshold, show_progress=not quiet)
     vocab = corpus.vocab
     for word in (*KENLM_RESERVED, PLACEHOLDER):
@@ -115,8 +123,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
             raise LmlowError(f"{corpus.path('train')}: contains the word {word}, which the n-gram "
                              "training reserves (KenLM's sentence boundaries and lmlow's <unk> "
                              "stand-in); replace it in the corpus")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.json").unlink(missing_ok=True)  # written last: marks a complete run
+    run.create().clear()
     text = out_dir / "train.lmplz.txt"
     raw_arpa = out_dir / "model.lmplz.arpa"
     start = time.time()
@@ -131,13 +138,13 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
         lmplz_seconds = time.time() - t0
         if fallback:
             cmd.append("--discount_fallback")
-        rename_unk(raw_arpa, out_dir / "model.arpa", has_unk=vocab.counts[vocab.unk_id] > 0)
+        rename_unk(raw_arpa, run.arpa, has_unk=vocab.counts[vocab.unk_id] > 0)
     finally:
         text.unlink(missing_ok=True)
         raw_arpa.unlink(missing_ok=True)
-    binary = [build_binary, str(out_dir / "model.arpa"), str(out_dir / "model.bin")]
-    run_program(binary, "build_binary")
-    vocab.save(out_dir / "vocab.txt", with_counts=True)
+    binary = [build_binary, str(run.arpa), str(run.binary)]
+    run_program(binary, "build_binary", kenlm_message)
+    vocab.save(run.vocab, with_counts=True)
     cfg = NgramConfig(corpus=str(corpus_dir), order=order, unk_threshold=unk_threshold,
                       memory=memory, prune=prune, discount_fallback=fallback is not None,
                       discount_fallback_reason=fallback, lmplz_command=shlex.join(cmd),
@@ -145,7 +152,9 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
                       train_seconds=round(time.time() - start, 2),
                       lmplz_seconds=round(lmplz_seconds, 2),
                       lmplz_peak_rss_mb=peak_rss_mb(stderr))
-    atomic_write_text(out_dir / "config.json", json.dumps(asdict(cfg), indent=2) + "\n")
+    atomic_write_json(run.config, asdict(cfg), indent=2)
+    atomic_write_json(run.summary_file, {"run_dir": str(out_dir), "kind": NGRAM,
+                                         "train_seconds": cfg.train_seconds})
     return cfg
 
 
@@ -158,29 +167,19 @@ def write_training_text(corpus: Corpus, path: Path) -> None:
                       path)
 
 
-def run_program(cmd: list[str], name: str) -> str:
-    """Run a KenLM program; its own last message becomes the one-line error. Returns stderr."""
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          errors="replace")
-    if done.returncode != 0:
-        raise LmlowError(f"{name} failed: {kenlm_message(done.stderr) or f'exit status {done.returncode}'}")
-    return done.stderr
-
-
 def run_lmplz(cmd: list[str], quiet: bool) -> tuple[str, str | None]:
     """Run lmplz; when the closed-form discounts fail (no singletons, e.g. small or UNK-replaced
     data), run again with ``--discount_fallback``. Returns stderr and why the fallback was used."""
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          errors="replace")
+    done = run_program(cmd, "lmplz", kenlm_message, check=False)
     if done.returncode == 0:
         return done.stderr, None
     if "BadDiscountException" not in done.stderr:
-        raise LmlowError(f"lmplz failed: {kenlm_message(done.stderr) or f'exit status {done.returncode}'}")
+        run_program(cmd, "lmplz", kenlm_message)     # fails again, with lmplz's own message
     reason = kenlm_message(done.stderr)
     if not quiet:
         print(f"lmplz: {reason}; using --discount_fallback (fixed discounts 0.5, 1, 1.5 for the "
               "orders where the estimate fails)", file=sys.stderr)
-    return run_program(cmd + ["--discount_fallback"], "lmplz"), reason
+    return run_program(cmd + ["--discount_fallback"], "lmplz", kenlm_message).stderr, reason
 
 
 def kenlm_message(stderr: str) -> str:
@@ -203,8 +202,8 @@ def rename_unk(src: Path, dst: Path, has_unk: bool) -> None:
     if not has_unk:                      # no <unk> in train: KenLM's own <unk> stays as it is
         os.replace(src, dst)
         return
-    tmp = Path(f"{dst}.tmp{os.getpid()}")
-    with open(src, encoding="utf-8") as f, open(tmp, "w", encoding="utf-8") as out:
+    with atomic_path(dst) as tmp, open(src, encoding="utf-8") as f, \
+            open(tmp, "w", encoding="utf-8") as out:
         for line in f:                   # header: one unigram fewer
             m = re.match(r"ngram 1=(\d+)$", line.strip())
             out.write(f"ngram 1={int(m.group(1)) - 1}\n" if m else line)
@@ -224,7 +223,6 @@ def rename_unk(src: Path, dst: Path, has_unk: bool) -> None:
         out.write("".join(_merge_unk(l, unk_log10) for l in unigrams) + "\n")
         for line in f:
             out.write(_rename(line) if PLACEHOLDER in line else line)
-    os.replace(tmp, dst)
 
 
 def _merge_unk(line: str, kenlm_unk_log10: float) -> str:
@@ -242,34 +240,32 @@ def _rename(line: str) -> str:
     return "\t".join(parts) + "\n"
 
 
-class NgramRun:
-    """A KenLM run folder as a scorer, with the same methods as ``lmlow.runs.LSTMRun``."""
+class NgramRun(Scorer):
+    """A KenLM run folder as a scorer. KenLM scores every line from ``<s>``: it never carries
+    state across lines, so ``reset_lines`` changes nothing."""
 
-    resets_lines = True  # every line is scored from <s>
+    carries_state = False
 
     def __init__(self, run_dir: Path):
         import kenlm
 
-        self.run_dir = Path(run_dir)
-        self.config = NgramConfig.load(self.run_dir / "config.json")
-        self.vocab = Vocabulary.load(self.run_dir / "vocab.txt")
+        self.run = RunDir(run_dir).require(NGRAM)
+        self.run_dir = self.run.path
+        self.config = NgramConfig.load(self.run.config)
+        self.vocab = Vocabulary.load(self.run.vocab)
         self.vocab.unk_threshold = self.config.unk_threshold
-        model = self.run_dir / "model.bin"
+        self.corpus_path = Path(self.config.corpus)
+        self.unk_threshold = self.config.unk_threshold
+        model = self.run.binary if self.run.binary.exists() else self.run.arpa
         if not model.exists():
-            model = self.run_dir / "model.arpa"
-        if not model.exists():
-            raise LmlowError(f"{self.run_dir}: n-gram run without model.bin or model.arpa")
+            raise LmlowError(f"{self.run_dir}: n-gram run without {self.run.BINARY} or {self.run.ARPA}")
         try:
             self.model = kenlm.Model(str(model))
         except (OSError, RuntimeError) as e:
             raise LmlowError(f"{model}: cannot load ({str(e).splitlines()[0]})") from None
 
-    def corpus(self, root: Path | None = None) -> Corpus:
-        return Corpus(Path(root or self.config.corpus), self.config.unk_threshold, vocab=self.vocab)
-
-    def token_logprobs(self, ids: np.ndarray, **_ignored) -> np.ndarray:
-        """Natural-log probability of every token; each line from ``<s>``, ``<eos>`` = ``</s>``.
-        Options of the LSTM scorer (batch size, reset_lines) change nothing here."""
+    def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
+        """Natural-log probability of every token; each line from ``<s>``, ``<eos>`` = ``</s>``."""
         ids = np.asarray(ids)
         if len(ids) and ids[-1] != self.vocab.eos_id:
             raise ValueError("a token stream must end with <eos>")
@@ -283,21 +279,3 @@ class NgramRun:
             out[pos:end + 1] = scores
             pos = end + 1
         return out * LN10
-
-    def evaluate(self, split: str = "valid", corpus: Path | None = None, **_ignored) -> Evaluation:
-        return evaluate_split(self, split, corpus)
-
-    def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
-        """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``."""
-        words = sentence.split() if isinstance(sentence, str) else list(sentence)
-        ids = np.array(self.vocab.encode(words + [EOS]), dtype=np.int64)
-        lp = self.token_logprobs(ids)
-        return [(w, float(p), w not in self.vocab) for w, p in zip(words + [EOS], lp)]
-
-
-def is_ngram_run(run_dir: Path) -> bool:
-    cfg = Path(run_dir) / "config.json"
-    try:
-        return cfg.exists() and json.loads(cfg.read_text(encoding="utf-8")).get("kind") == "ngram"
-    except (ValueError, OSError):
-        return False

@@ -2,77 +2,67 @@
 validation learning curves of all runs in one plot."""
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
 from pathlib import Path
 
+from lmlow.config import EmbeddingRoles
 from lmlow.errors import LmlowError
+from lmlow.files import atomic_write_json, atomic_write_text, read_json
+from lmlow.plots import plot_validation_curves
+from lmlow.rundir import RunDir
 from lmlow.tables import markdown, to_csv
 
 COLUMNS = ["configuration", "tie", "input", "output", "unigram bias", "seeds", "trainable params",
            "frozen params", "valid ppl", "valid sd", "test ppl", "test sd", "tokens/s", "minutes"]
 
 
-def run_folders(sweep_dir: Path) -> list[Path]:
-    return sorted(p.parent for p in Path(sweep_dir).glob("*/summary.json"))
+def run_folders(sweep_dir: Path) -> list[RunDir]:
+    """The finished runs of a sweep folder."""
+    runs = (RunDir(p) for p in sorted(Path(sweep_dir).iterdir()) if p.is_dir())
+    return [r for r in runs if r.finished]
 
 
-def evaluation(run_dir: Path, split: str) -> dict:
-    """The best checkpoint's evaluation, cached beside it (recomputed if the checkpoint changed)."""
-    from lmlow.runs import default_checkpoint, load
+def evaluation(run: RunDir, split: str) -> dict:
+    """The best checkpoint's evaluation, cached beside it (recomputed if the checkpoint changed).
+    (The cache is named ``eval_best_*`` whichever checkpoint is the best one.)"""
+    from lmlow.runs import load
 
-    checkpoint = default_checkpoint(run_dir)
-    cache = run_dir / f"eval_best_{split}.json"
-    stamp = (run_dir / f"{checkpoint}.pt").stat().st_mtime
+    checkpoint = run.default_checkpoint()
+    cache = run.evaluation_cache("best", split)
+    stamp = run.checkpoint(checkpoint).stat().st_mtime
     if cache.exists():
-        data = json.loads(cache.read_text())
+        data = read_json(cache)
         if data.get("checkpoint_mtime") == stamp:
             return data
-    data = load(run_dir, checkpoint=checkpoint).evaluate(split).to_dict() | {"checkpoint_mtime": stamp}
-    cache.write_text(json.dumps(data, indent=1) + "\n")
+    data = load(run.path, checkpoint=checkpoint).evaluate(split).to_dict() | {"checkpoint_mtime": stamp}
+    atomic_write_json(cache, data)
     return data
-
-
-def _roles(cfg: dict) -> tuple[str, str, str]:
-    init = set(cfg.get("init", ["random"]))
-    inp = ("pretrained" if "glove" in init else "random") + (", frozen" if cfg.get("freeze_input") else "")
-    if cfg.get("tie", True):
-        return "tied", inp, "= input"
-    out = ("pretrained" if "glove-output" in init else "random") + (", frozen" if cfg.get("freeze_output") else "")
-    return "untied", inp, out
-
-
-def _metrics(run_dir: Path) -> list[dict]:
-    path = run_dir / "metrics.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
 
 
 def collect(sweep_dir: Path) -> list[dict]:
     """One row per configuration; seeds are the runs named ``CONFIG.seedN``."""
-    groups: dict[str, list[Path]] = {}
+    groups: dict[str, list[RunDir]] = {}
     for run in run_folders(sweep_dir):
         groups.setdefault(re.sub(r"\.seed\d+$", "", run.name), []).append(run)
     if not groups:
-        raise LmlowError(f"{sweep_dir}: no finished runs (run folders with summary.json)")
+        raise LmlowError(f"{sweep_dir}: no finished runs (run folders with {RunDir.SUMMARY})")
     rows = []
     for name, runs in groups.items():
-        cfg = json.loads((runs[0] / "config.json").read_text())
-        summaries = [json.loads((r / "summary.json").read_text()) for r in runs]
+        cfg = read_json(runs[0].config)
+        summaries = [r.summary() for r in runs]
         valid = [evaluation(r, "valid")["perplexity"] for r in runs]
         test = [evaluation(r, "test")["perplexity"] for r in runs]
         speeds = [s["tokens_per_s"] for s in summaries if "tokens_per_s" in s]  # whole run, wall clock
-        tie, inp, out = _roles(cfg)
-        rows.append({"configuration": name, "tie": tie, "input": inp, "output": out,
-                     "unigram bias": "yes" if "unigram" in cfg.get("init", []) else "no",
+        rows.append({"configuration": name, **EmbeddingRoles.of(cfg).columns(),
                      "seeds": len(runs), "trainable params": summaries[0].get("trainable"),
                      "frozen params": summaries[0].get("frozen"),
                      "valid ppl": statistics.mean(valid), "valid sd": _sd(valid),
                      "test ppl": statistics.mean(test), "test sd": _sd(test),
                      "tokens/s": round(statistics.mean(speeds)) if speeds else None,
                      "minutes": statistics.mean(s["train_seconds"] for s in summaries) / 60,
-                     "runs": [str(r) for r in runs]})
+                     "runs": [str(r.path) for r in runs]})
     rows.sort(key=lambda r: -r["valid ppl"])       # as the paper's Table 1: worst first
     return rows
 
@@ -86,7 +76,7 @@ def baseline_row(run_dir: Path) -> dict:
     from lmlow.runs import load
 
     scorer = load(run_dir)
-    cfg = json.loads((Path(run_dir) / "config.json").read_text())
+    cfg = read_json(RunDir(run_dir).config)
     name = f"KenLM {cfg['order']}-gram" if "order" in cfg else Path(run_dir).name
     return {"configuration": name, "tie": "", "input": "", "output": "", "unigram bias": "",
             "seeds": 1, "trainable params": None, "frozen params": None,
@@ -102,38 +92,26 @@ def write_report(sweep_dir: Path, baseline: Path | None = None) -> list[Path]:
         rows.append(baseline_row(baseline))
     table = [[r[c] for c in COLUMNS] for r in rows]
     md = sweep_dir / "results.md"
-    md.write_text(f"# {sweep_dir.name}\n\nValidation and test perplexity of each run's best "
-                  f"checkpoint; mean and sd over seeds.\n\n" + markdown(COLUMNS, table, digits=4) + "\n")
+    atomic_write_text(md, f"# {sweep_dir.name}\n\nValidation and test perplexity of each run's "
+                      f"best checkpoint; mean and sd over seeds.\n\n"
+                      + markdown(COLUMNS, table, digits=4) + "\n")
     csv = sweep_dir / "results.csv"
-    csv.write_text(to_csv(COLUMNS, table))
-    (sweep_dir / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
+    atomic_write_text(csv, to_csv(COLUMNS, table))
+    atomic_write_json(sweep_dir / "results.json", rows)
     png = sweep_dir / "curves.png"
     plot_curves(rows, png)
     return [md, csv, sweep_dir / "results.json", png]
 
 
 def plot_curves(rows: list[dict], out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 5.5))
-    colours = plt.get_cmap("tab20")
-    for i, row in enumerate(r for r in rows if r["tie"]):
-        for j, run in enumerate(row["runs"]):
-            pts = [(m["elapsed"] / 60, m["valid_ppl"]) for m in _metrics(Path(run)) if "valid_ppl" in m]
-            if pts:
-                xs, ys = zip(*pts)
-                ax.plot(xs, ys, color=colours(i % 20), alpha=0.9, lw=1.2,
-                        label=row["configuration"] if j == 0 else None)
-    for row in rows:
-        if not row["tie"] and math.isfinite(row["valid ppl"]):
-            ax.axhline(row["valid ppl"], color="black", ls="--", lw=1, label=row["configuration"])
-    ax.set_xlabel("training minutes")
-    ax.set_ylabel("validation perplexity")
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    """Validation curves against minutes, one colour per configuration (its seeds alike);
+    rows without curves (a baseline) as dashed lines at their perplexity."""
+    series, baselines = [], {}
+    for i, row in enumerate(rows):
+        curves = [RunDir(run).metrics() for run in row["runs"]] if row["tie"] else []
+        if row["tie"]:
+            series += [{"label": row["configuration"] if j == 0 else None, "rows": c, "group": i}
+                       for j, c in enumerate(curves)]
+        elif math.isfinite(row["valid ppl"]):
+            baselines[row["configuration"]] = row["valid ppl"]
+    plot_validation_curves(series, out, baselines=baselines, colours="tab20", size=(9, 5.5))

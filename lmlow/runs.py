@@ -1,74 +1,57 @@
-"""Opening a run folder as a scorer: ``lmlow.load(RUN_DIR)`` gives an LSTM run (vocabulary
-checked against the checkpoint) or a KenLM n-gram run (``lmlow.ngram.NgramRun``), with the same
-methods, so that evaluation and scoring treat both alike."""
+"""Opening a run folder as a scorer: ``lmlow.load(RUN_DIR)`` gives an :class:`LSTMRun` or a
+KenLM :class:`lmlow.ngram.NgramRun`, and ``lmlow.interpolate(a, b)`` their word-by-word
+mixture. All are :class:`lmlow.evaluate.Scorer` subclasses, so evaluation, scoring and
+reports treat them alike."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
-from lmlow.config import Config
-from lmlow.data.corpus import Corpus
-from lmlow.data.textio import EOS
+from lmlow.checkpoint import load_model
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
-from lmlow.evaluate import Evaluation, evaluate_split, lstm_logprobs, mix_logprobs, tune_weight
-
-LN10 = math.log(10)
-
-
-class LSTMRun:
-    """A trained (or initialised) AWD-LSTM run, as a scorer."""
-
-    def __init__(self, run_dir: Path, checkpoint: str = "best", device: str = "auto"):
-        from lmlow.train import build_model, checkpoint_config, load_checkpoint, pick_device
-
-        self.run_dir = Path(run_dir)
-        ck = load_checkpoint(self.run_dir / f"{checkpoint}.pt")
-        self.config = Config.from_dict(ck["config"], str(self.run_dir / f"{checkpoint}.pt"))
-        self.vocab = Vocabulary(ck["vocab"], ck["counts"], self.config.unk_threshold)
-        vocab_file = self.run_dir / "vocab.txt"
-        if vocab_file.exists() and Vocabulary.load(vocab_file).words != self.vocab.words:
-            raise LmlowError(f"{vocab_file} does not match the vocabulary of {checkpoint}.pt")
-        self.device = pick_device(device)
-        self.model, _ = build_model(checkpoint_config(self.config, ck["model"]), self.vocab)
-        try:
-            self.model.load_state_dict(ck["model"])
-        except RuntimeError as e:
-            raise LmlowError(f"{self.run_dir}/{checkpoint}.pt does not fit its configuration "
-                             f"({str(e).splitlines()[0]})") from None
-        self.model.to(self.device).eval()
-
-    def corpus(self, root: Path | None = None) -> Corpus:
-        return Corpus(Path(root or self.config.corpus), self.config.unk_threshold, vocab=self.vocab)
-
-    def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False, bias_scale: float = 1.0,
-                       batch_size: int | None = None) -> np.ndarray:
-        return lstm_logprobs(self.model, ids, self.vocab.eos_id,
-                             batch_size or self.config.eval_batch_size, self.config.bptt,
-                             reset_lines=reset_lines, bias_scale=bias_scale, device=self.device)
-
-    def evaluate(self, split: str = "valid", corpus: Path | None = None, reset_lines: bool = False,
-                 bias_scale: float = 1.0, batch_size: int | None = None) -> Evaluation:
-        return evaluate_split(self, split, corpus, reset_lines=reset_lines, bias_scale=bias_scale,
-                              batch_size=batch_size)
-
-    def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
-        """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,
-        from a fresh state, like KenLM's ``full_scores``."""
-        words = sentence.split() if isinstance(sentence, str) else list(sentence)
-        ids = np.array(self.vocab.encode(words + [EOS]), dtype=np.int64)
-        lp = self.token_logprobs(ids, reset_lines=True)
-        return [(w, float(p), w not in self.vocab) for w, p in zip(words + [EOS], lp)]
+from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
+from lmlow.rundir import LSTM, NGRAM, RunDir
 
 
-class InterpolatedRun:
-    """Two runs over the same vocabulary mixed word by word: p = w p_a + (1 - w) p_b (the
+class LSTMRun(Scorer):
+    """A trained (or initialised) AWD-LSTM run. LSTM-only options: the checkpoint, the device,
+    the evaluation batch size (default: the run's; results do not depend on it beyond float
+    rounding) and the output-bias scale lambda of Kobayashi et al. (1: the trained model)."""
+
+    carries_state = True
+
+    def __init__(self, run_dir: Path, checkpoint: str | None = None, device: str = "auto",
+                 batch_size: int | None = None, bias_scale: float = 1.0):
+        self.run = RunDir(run_dir).require(LSTM)
+        self.run_dir = self.run.path
+        self.checkpoint = checkpoint or self.run.default_checkpoint()
+        self.config, self.vocab, self.model = load_model(self.run.checkpoint(self.checkpoint), device)
+        if self.run.vocab.exists() and Vocabulary.load(self.run.vocab).words != self.vocab.words:
+            raise LmlowError(f"{self.run.vocab} does not match the vocabulary of "
+                             f"{self.checkpoint}.pt")
+        if batch_size is not None and batch_size < 1:
+            raise LmlowError(f"--batch-size {batch_size}: must be at least 1")
+        self.device = next(self.model.parameters()).device
+        self.corpus_path = Path(self.config.corpus)
+        self.unk_threshold = self.config.unk_threshold
+        self.batch_size = batch_size or self.config.eval_batch_size
+        self.bias_scale = bias_scale
+
+    def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
+        return lstm_logprobs(self.model, ids, self.vocab.eos_id, self.batch_size,
+                             self.config.bptt, reset_lines=reset_lines,
+                             bias_scale=self.bias_scale, device=self.device)
+
+
+class InterpolatedRun(Scorer):
+    """Two scorers over the same vocabulary mixed word by word: p = w p_a + (1 - w) p_b (the
     classic LSTM + n-gram interpolation). Without ``weight``, w is tuned by EM on the
-    validation split. A scorer like its parts."""
+    validation split (scored with the same ``reset_lines`` as later evaluations)."""
 
-    def __init__(self, a, b, weight: float | None = None, reset_lines: bool = False):
+    def __init__(self, a: Scorer, b: Scorer, weight: float | None = None,
+                 reset_lines: bool = False):
         if a.vocab.words != b.vocab.words:
             i = next((i for i, (x, y) in enumerate(zip(a.vocab.words, b.vocab.words)) if x != y),
                      min(len(a.vocab.words), len(b.vocab.words)))
@@ -77,48 +60,34 @@ class InterpolatedRun:
                              "same corpus with the same --unk-threshold")
         if weight is not None and not 0 <= weight <= 1:
             raise LmlowError(f"--weight {weight:g}: must be between 0 and 1")
-        self.a, self.b, self.vocab, self.config = a, b, a.vocab, a.config
-        self.run_dir = a.run_dir
-        self.weight = weight if weight is not None else self.tune("valid", reset_lines=reset_lines)
+        self.a, self.b = a, b
+        self.run_dir, self.vocab = a.run_dir, a.vocab
+        self.corpus_path, self.unk_threshold = a.corpus_path, a.unk_threshold
+        self.carries_state = a.carries_state or b.carries_state
+        self.weight = weight if weight is not None else self.tune("valid", reset_lines)
 
-    def tune(self, split: str, **kw) -> float:
-        ids = self.a.corpus().encode(split).ids
-        return tune_weight(self.a.token_logprobs(ids, **kw), self.b.token_logprobs(ids, **kw))
+    def tune(self, split: str, reset_lines: bool = False) -> float:
+        ids = self.corpus().encode(split).ids
+        return tune_weight(self.a.token_logprobs(ids, reset_lines),
+                           self.b.token_logprobs(ids, reset_lines))
 
-    def corpus(self, root: Path | None = None) -> Corpus:
-        return self.a.corpus(root)
-
-    def token_logprobs(self, ids: np.ndarray, **kw) -> np.ndarray:
-        return mix_logprobs(self.a.token_logprobs(ids, **kw), self.b.token_logprobs(ids, **kw),
-                            self.weight)
-
-    def evaluate(self, split: str = "valid", corpus: Path | None = None, **kw) -> Evaluation:
-        return evaluate_split(self, split, corpus, **kw)
-
-    def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
-        sa, sb = self.a.score(sentence), self.b.score(sentence)
-        mixed = mix_logprobs(np.array([p for _, p, _ in sa]), np.array([p for _, p, _ in sb]), self.weight)
-        return [(w, float(p), o) for (w, _, o), p in zip(sa, mixed)]
+    def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
+        return mix_logprobs(self.a.token_logprobs(ids, reset_lines),
+                            self.b.token_logprobs(ids, reset_lines), self.weight)
 
 
-def default_checkpoint(run_dir: Path) -> str:
-    """``best``, or ``last`` for a run stopped by --max-steps before its first validation."""
-    run_dir = Path(run_dir)
-    return "last" if not (run_dir / "best.pt").exists() and (run_dir / "last.pt").exists() else "best"
+def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **lstm_options) -> Scorer:
+    """Open a run folder as a scorer. ``checkpoint`` (default: best, or last for a run stopped
+    before its first validation), ``device`` and ``lstm_options`` (``batch_size``,
+    ``bias_scale``) apply to LSTM runs; an n-gram run refuses a checkpoint or LSTM option."""
+    run = RunDir(run_dir).require()
+    if run.kind == NGRAM:
+        from lmlow.ngram import NgramRun
 
-
-def load(run_dir: Path, **kw):
-    """Open a run folder as a scorer: an n-gram run says so in config.json, an LSTM run has
-    best.pt. ``kw`` (checkpoint, device) apply to LSTM runs only."""
-    from lmlow.ngram import NgramRun, is_ngram_run
-
-    run_dir = Path(run_dir)
-    if is_ngram_run(run_dir):
-        return NgramRun(run_dir)
-    kw.setdefault("checkpoint", default_checkpoint(run_dir))
-    if (run_dir / f"{kw['checkpoint']}.pt").exists():
-        return LSTMRun(run_dir, **kw)
-    if not run_dir.is_dir():
-        raise LmlowError(f"{run_dir}: no such run folder")
-    raise LmlowError(f"{run_dir}: not a run folder (no best.pt, and config.json is not an "
-                     "n-gram run's)")
+        given = [k for k, v in {"checkpoint": checkpoint, **lstm_options}.items()
+                 if v is not None and not (k == "bias_scale" and v == 1.0)]
+        if given:
+            raise LmlowError(f"{run}: an n-gram run; --{given[0].replace('_', '-')} applies to "
+                             "LSTM runs only")
+        return NgramRun(run.path)
+    return LSTMRun(run.path, checkpoint, device, **lstm_options)

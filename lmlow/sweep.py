@@ -7,17 +7,18 @@ configuration in the paper's terms. Every run is started as a ``lmlow train`` co
 """
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from lmlow.config import check_settings, load_table, table1_configurations
+from lmlow.config import Config, EmbeddingRoles, check_settings, load_table, table1_configurations
 from lmlow.errors import LmlowError
+from lmlow.files import atomic_write_json
+from lmlow.rundir import RunDir
 
 # Kummerfeld et al. section 3: the six best configurations of Table 1 (outputs never frozen).
 SIX = [
@@ -45,12 +46,14 @@ class Run:
 
 def config_name(s: dict) -> str:
     """A configuration in the paper's terms, e.g. ``untied.in-pre-frozen.out-rand``."""
-    init = set(s.get("init", ("random",)))
-    if s.get("tie", True):
-        return f"tied.{'pre' if 'glove' in init else 'rand'}{'-frozen' if s.get('freeze_input') else ''}"
-    inp = ("pre" if "glove" in init else "rand") + ("-frozen" if s.get("freeze_input") else "")
-    out = ("pre" if "glove-output" in init else "rand") + ("-frozen" if s.get("freeze_output") else "")
-    return f"untied.in-{inp}.out-{out}"
+    return EmbeddingRoles.of(s).slug()
+
+
+def _values(values: list[str] | None, default: list[str], kind, what: str) -> list:
+    try:
+        return [kind(v) for v in (values or default)]
+    except ValueError:
+        raise LmlowError(f"--values {','.join(values)}: expected {what}") from None
 
 
 def grid(name: str, embeddings: list[str], values: list[str] | None = None) -> list[tuple[str, dict, dict]]:
@@ -60,7 +63,7 @@ def grid(name: str, embeddings: list[str], values: list[str] | None = None) -> l
     if name == "six":
         return [(n, s, {}) for n, s in SIX]
     if name == "unk":
-        ks = [int(v) for v in (values or ["0", "1", "2", "5"])]
+        ks = _values(values, ["0", "1", "2", "5"], int, "UNK thresholds (integers)")
         return [(f"{n}.K{k}", {**s, "unk_threshold": k}, {"K": k}) for k in ks for n, s in SIX]
     if name == "pretrain":
         if not embeddings:
@@ -68,7 +71,7 @@ def grid(name: str, embeddings: list[str], values: list[str] | None = None) -> l
         return [(f"{n}.{Path(e).stem}", {**s, "embeddings": e}, {"embeddings": Path(e).stem})
                 for e in embeddings for n, s in SIX]
     if name == "datasize":
-        fracs = [float(v) for v in (values or ["0.25", "0.5", "1"])]
+        fracs = _values(values, ["0.25", "0.5", "1"], float, "training fractions (numbers)")
         return [(f"{n}.data{f:g}", {**s, "train_fraction": f}, {"train_fraction": f})
                 for f in fracs for n, s in SIX]
     path = Path(name)
@@ -103,9 +106,13 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
     return runs
 
 
+_PARSED = {f.name for f in fields(Config) if "parse" in f.metadata}   # e.g. --tie yes|no
+
+
 def _flag(key: str, value) -> list[str]:
+    """A setting as `lmlow train` flags (the inverse of lmlow.flags.add_settings)."""
     opt = "--" + key.replace("_", "-")
-    if key == "tie":
+    if key in _PARSED and isinstance(value, bool):
         return [opt, "yes" if value else "no"]
     if isinstance(value, bool):
         return [opt] if value else [f"--no-{key.replace('_', '-')}"]
@@ -116,17 +123,17 @@ def _flag(key: str, value) -> list[str]:
 
 def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
     """The ``lmlow train`` command for a run: new, resumed, or None when finished."""
-    folder = out / run.folder
-    if (folder / "summary.json").exists():
+    folder = RunDir(out / run.folder)
+    if folder.finished:
         return None
-    if (folder / "last.pt").exists():
+    if folder.last.exists():
         return [*lmlow, "train", "--resume", str(folder), "--quiet"]
     s = dict(run.settings)
     cmd = [*lmlow, "train", s.pop("corpus"), "--out", str(folder), "--preset", s.pop("preset"), "--quiet"]
-    if folder.exists():
+    if folder.path.exists():
         cmd.append("--force")          # started but nothing saved yet: the sweep's own folder
     for k, v in s.items():
-        if k in ("init", "tie") or v is not None:
+        if v is not None:
             cmd += _flag(k, v)
     return cmd
 
@@ -135,7 +142,7 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
             log=print) -> list[tuple[Run, int]]:
     """Run the unfinished runs, ``jobs`` at a time with the CPU cores split between them."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.json").write_text(json.dumps([r.__dict__ for r in runs], indent=1, default=list) + "\n")
+    atomic_write_json(out / "sweep.json", [r.__dict__ for r in runs])
     lmlow = [sys.executable, "-m", "lmlow.cli"]
     todo = [(r, c) for r in runs if (c := command(r, out, lmlow))]
     log(f"{len(runs)} runs, {len(runs) - len(todo)} finished, {len(todo)} to run, {jobs} at a time")

@@ -1,17 +1,16 @@
-"""``lmlow train``: the AWD-LSTM training loop, its optimisers, checkpoints and resume.
+"""``lmlow train``: the AWD-LSTM training loop, its optimisers and learning rates, and resume.
 
-A run folder is the unit of work: ``config.json`` (the resolved Config), ``vocab.txt``,
+The run folder (:mod:`lmlow.rundir`) holds ``config.json`` (the Config as built), ``vocab.txt``,
 ``metrics.jsonl`` (one JSON object per evaluation), ``best.pt`` (the best model by validation
-perplexity, averaged weights under ASGD) and ``last.pt`` (everything needed to continue:
-model, optimiser and ASGD state, RNG states, epoch, position in the epoch and hidden state).
-Checkpoints hold only tensors and plain data and are written atomically; they load with
-``torch.load(..., weights_only=True)``.
+perplexity, averaged weights under ASGD), ``last.pt`` (everything needed to continue: model,
+optimiser and ASGD state, RNG states, epoch, position in the epoch and hidden state) and, once
+the budget is spent, ``summary.json``. Building models and reading and writing checkpoints
+live in :mod:`lmlow.checkpoint`, the loss in :mod:`lmlow.loss`.
 """
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
-import os
 import random
 import time
 from contextlib import contextmanager
@@ -20,43 +19,25 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
+from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabulary,
+                              load_checkpoint, model_sizes, pick_device, pick_precision,
+                              save_checkpoint)
 from lmlow.config import Config
 from lmlow.data.corpus import Corpus
-from lmlow.data.textio import atomic_write_text
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import lstm_logprobs
-from lmlow.model import AWDLSTM, count_parameters, detach_hidden, log_unigram, pretrained_matrix
+from lmlow.files import append_jsonl, atomic_write_json
+from lmlow.loss import lm_loss
+from lmlow.model import detach_hidden
 from lmlow.progress import shown
+from lmlow.rundir import RunDir
 
-CHECKPOINT_FORMAT = 1
-LOGIT_CHUNK_ELEMENTS = 1 << 26   # logits computed at once in the loss (256 MB of fp32)
+RESUME_CHANGES = ("max_epochs", "max_time", "max_steps")   # what --resume may raise
 
 
 # --------------------------------------------------------------------------- set-up
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise LmlowError("--device cuda: no CUDA GPU is available to torch")
-    return torch.device(name)
-
-
-def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype, or None for plain fp32. bf16 needs no loss scaling; on CPUs with
-    AMX tiles it runs the LSTM and softmax matmuls about 1.5x faster than fp32."""
-    if name == "auto":
-        if device.type == "cuda":
-            return torch.float16
-        amx = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
-        return torch.bfloat16 if amx else None
-    if name == "fp16" and device.type != "cuda":
-        raise LmlowError("--precision fp16 needs a CUDA device; use bf16 on a CPU")
-    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
-
 
 def load_embeddings(cfg: Config):
     if not cfg.embeddings:
@@ -70,50 +51,59 @@ def open_corpus(cfg: Config, kv=None, vocab: Vocabulary | None = None) -> Corpus
     return Corpus(Path(cfg.corpus), cfg.unk_threshold, extra, vocab=vocab)
 
 
-def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None):
-    """The AWD-LSTM of ``cfg`` for ``vocab``, initialised and frozen as ``cfg`` says.
-
-    Returns (model, report) where report says what was pretrained and how much of the
-    vocabulary the vectors covered.
-    """
-    g = torch.Generator().manual_seed(cfg.seed if seed is None else seed)
-    torch.manual_seed(cfg.seed if seed is None else seed)
-    emb = kv.vector_size if (kv is not None and cfg.pretrained_input) else cfg.emb_size
-    out = kv.vector_size if (kv is not None and cfg.pretrained_output) else (cfg.out_size or emb)
-    if cfg.tie and emb != out:
-        raise LmlowError(f"tied embeddings need equal sizes, got input {emb} and output {out}")
-    model = AWDLSTM(len(vocab), emb, cfg.hidden_size, cfg.layers, out, cfg.tie, cfg.dropout,
-                    cfg.dropouth, cfg.dropouti, cfg.dropoute, cfg.wdrop)
-    report = {"vocabulary": len(vocab), "emb_size": emb, "out_size": out}
-    with torch.no_grad():
-        if kv is not None and (cfg.pretrained_input or cfg.pretrained_output):
-            matrix, found = pretrained_matrix(vocab.words, kv, g)
-            counts = vocab.count_array()
-            covered = np.array([w in kv.key_to_index for w in vocab.words])
-            report["coverage_types_pct"] = 100.0 * found / len(vocab)
-            report["coverage_tokens_pct"] = 100.0 * counts[covered].sum() / max(1, counts.sum())
-            if cfg.pretrained_input:
-                model.encoder.weight.copy_(matrix)
-            if cfg.pretrained_output and not cfg.tie:
-                model.decoder.weight.copy_(matrix)
-        if cfg.unigram_bias:
-            model.decoder.bias.copy_(log_unigram(torch.from_numpy(vocab.count_array())))
-            if not cfg.tie and not cfg.pretrained_output:
-                # small contextual logits at step 0, so the model starts as the unigram model
-                model.decoder.weight.mul_(0.1)
-    model.encoder.weight.requires_grad_(not (cfg.freeze_input or (cfg.tie and cfg.freeze_output)))
-    model.decoder.weight.requires_grad_(not (cfg.freeze_output or (cfg.tie and cfg.freeze_input)))
-    model.decoder.bias.requires_grad_(not cfg.freeze_output_bias)
-    report.update(count_parameters(model))
-    return model, report
+def built_config(cfg: Config, kv=None) -> Config:
+    """``cfg`` with the embedding sizes the model really has (pretrained vectors fix the size
+    of what they initialise), so config.json says what was built."""
+    emb, out = model_sizes(cfg, kv)
+    return dataclasses.replace(cfg, emb_size=emb,
+                               out_size=cfg.out_size if cfg.out_size is None and out == emb else out)
 
 
-def checkpoint_config(cfg: Config, state_dict: dict) -> Config:
-    """``cfg`` with the sizes a saved model has and no pretrained init: what rebuilds a
-    checkpoint's model without reading the vectors again (its weights come from the file)."""
-    return Config(**{**cfg.to_dict(), "emb_size": state_dict["encoder.weight"].shape[1],
-                     "out_size": state_dict["decoder.weight"].shape[1], "init": ["random"],
-                     "embeddings": None, "extend_vocab": False})
+# --------------------------------------------------------------------------- schedule and budget
+
+def learning_rate(cfg: Config, base: float, step: int, seq: int, used: float) -> float:
+    """The rate of update ``step`` (0-based) over a sequence of ``seq`` tokens: the base rate
+    (after any step/plateau decays, :func:`decayed_rate`) scaled by seq / bptt (AWD-LSTM's rule
+    for variable-length sequences), by the cosine schedule over the fraction ``used`` of the
+    budget (0 at its end), and by a linear warm-up over the first ``warmup_steps`` updates."""
+    lr = base * seq / cfg.bptt
+    if cfg.schedule == "cosine":
+        lr *= 0.5 * (1 + math.cos(math.pi * min(1.0, used)))
+    if cfg.warmup_steps and step < cfg.warmup_steps:
+        lr *= (step + 1) / cfg.warmup_steps
+    return lr
+
+
+def decayed_rate(cfg: Config, base: float, epoch: int, improved: bool) -> float:
+    """The base rate after epoch ``epoch`` (1-based) ends: the step schedule multiplies it by
+    gamma every ``step_size`` epochs, the plateau schedule after an epoch without improvement."""
+    if cfg.schedule == "step" and epoch % cfg.step_size == 0:
+        return base * cfg.gamma
+    if cfg.schedule == "plateau" and not improved:
+        return base * cfg.gamma
+    return base
+
+
+def budget_used(cfg: Config, epochs: float, steps: int, seconds: float) -> float:
+    """The fraction of the budget spent: the largest of epochs, updates and time. A cosine
+    schedule over it ends at rate 0 exactly when the budget does."""
+    used = [epochs / cfg.max_epochs] if cfg.max_epochs else [1.0]
+    if cfg.max_time:
+        used.append(seconds / (cfg.max_time * 60))
+    if cfg.max_steps:
+        used.append(steps / cfg.max_steps)
+    return max(used)
+
+
+def budget_spent(cfg: Config, epochs: int, steps: int, seconds: float) -> str | None:
+    """Which budget has run out (``epochs``, ``steps`` or ``time``), or None: the one check."""
+    if epochs >= cfg.max_epochs:
+        return "epochs"
+    if cfg.max_steps and steps >= cfg.max_steps:
+        return "steps"
+    if cfg.max_time and seconds > cfg.max_time * 60:
+        return "time"
+    return None
 
 
 # --------------------------------------------------------------------------- batches
@@ -130,89 +120,6 @@ def seq_length(rng: random.Random, bptt: int) -> int:
     """AWD-LSTM's variable BPTT: mostly N(bptt, 5), sometimes N(bptt/2, 5), at least 5."""
     base = bptt if rng.random() < 0.95 else bptt / 2
     return max(5, int(rng.gauss(base, 5)))
-
-
-# --------------------------------------------------------------------------- loss
-
-def lm_loss(model, output, targets, cfg: Config, prior: torch.Tensor | None) -> torch.Tensor:
-    """Cross-entropy (with optional label smoothing) over the vocabulary. In training it is
-    ChunkedSoftmaxCE, which computes the softmax once and its gradients from it, in row chunks
-    of at most LOGIT_CHUNK_ELEMENTS logits, so a 100k-word softmax never holds all its logits
-    at once; without gradients, the plain loss."""
-    flat, y = output.reshape(-1, output.size(-1)), targets.reshape(-1)
-    vocab = model.decoder.weight.size(0)
-    rows = max(1, LOGIT_CHUNK_ELEMENTS // vocab)
-    if not torch.is_grad_enabled():
-        return _chunk_loss(flat, y, model, cfg, prior) / y.numel()
-    eps = cfg.label_smoothing
-    target_prior = None
-    if eps:
-        target_prior = prior if cfg.smoothing_prior == "unigram" else flat.new_full((vocab,), 1.0 / vocab)
-    dtype = torch.get_autocast_dtype(flat.device.type) if torch.is_autocast_enabled(flat.device.type) else None
-    total = ChunkedSoftmaxCE.apply(flat, model.decoder.weight, model.decoder.bias, y, eps,
-                                   target_prior, rows, dtype)
-    return total / y.numel()
-
-
-class ChunkedSoftmaxCE(torch.autograd.Function):
-    """Summed (label-smoothed) cross-entropy of ``h @ W.T + b``, chunk by chunk, with the
-    gradients of h, W and b computed in the forward pass from each chunk's softmax
-    (d loss / d logits = softmax - target), then scaled in backward. Matmuls run in ``dtype``
-    (the autocast dtype) when given; the softmax and all accumulators are fp32."""
-
-    @staticmethod
-    def forward(ctx, h, weight, bias, y, eps, prior, rows, dtype):
-        need_h, need_w, need_b = ctx.needs_input_grad[:3]
-        mm = dtype or torch.float32
-        w = weight.to(mm)
-        gh = torch.empty(h.shape, dtype=torch.float32, device=h.device) if need_h else None
-        gw = torch.zeros(weight.shape, dtype=torch.float32, device=h.device) if need_w else None
-        gb = torch.zeros(bias.shape, dtype=torch.float32, device=h.device) if need_b else None
-        total = torch.zeros((), dtype=torch.float32, device=h.device)
-        with torch.autocast(h.device.type, enabled=False):
-            for i in range(0, h.size(0), rows):
-                hc, yc = h[i:i + rows].to(mm), y[i:i + rows]
-                g = (hc @ w.t()).float()                  # logits
-                g += bias.float()                         # in place: 3x faster on CPU
-                g = torch.log_softmax(g, dim=-1)
-                loss = -(1 - eps) * g.gather(1, yc.unsqueeze(1)).sum()
-                if eps:
-                    loss = loss - eps * (g @ prior.float()).sum()
-                total += loss
-                g.exp_()                                  # softmax
-                g.scatter_add_(1, yc.unsqueeze(1), g.new_full((yc.numel(), 1), -(1 - eps)))
-                if eps:
-                    g -= eps * prior.float()
-                if need_b:
-                    gb += g.sum(0)
-                g = g.to(mm)
-                if need_h:
-                    gh[i:i + rows] = (g @ w).float()
-                if need_w:
-                    gw += (g.t() @ hc).float()
-        ctx.save_for_backward(*(t if t is not None else torch.empty(0) for t in (gh, gw, gb)))
-        ctx.dtypes = (h.dtype, weight.dtype, bias.dtype)
-        ctx.needs = (need_h, need_w, need_b)
-        return total
-
-    @staticmethod
-    def backward(ctx, grad):
-        grads = [g.mul(grad).to(dt) if need else None
-                 for g, dt, need in zip(ctx.saved_tensors, ctx.dtypes, ctx.needs)]
-        return (*grads, None, None, None, None, None)
-
-
-def _chunk_loss(h, y, model, cfg: Config, prior) -> torch.Tensor:
-    logits = model.decoder(h).float()
-    eps = cfg.label_smoothing
-    if eps == 0:
-        return F.cross_entropy(logits, y, reduction="sum")
-    if cfg.smoothing_prior == "uniform":
-        return F.cross_entropy(logits, y, reduction="sum", label_smoothing=eps)
-    logp = F.log_softmax(logits, dim=-1)
-    nll = -logp.gather(-1, y.unsqueeze(-1)).squeeze(-1)
-    smooth = -(logp * prior).sum(-1)
-    return ((1 - eps) * nll + eps * smooth).sum()
 
 
 # --------------------------------------------------------------------------- state
@@ -234,38 +141,24 @@ class RunState:
     tokens: int = 0                 # training tokens over the whole run
 
 
-def atomic_save(obj, path: Path) -> None:
-    tmp = Path(f"{path}.tmp{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path: Path) -> dict:
-    path = Path(path)
-    if not path.exists():
-        raise LmlowError(f"{path}: no such checkpoint")
-    try:
-        ck = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise LmlowError(f"{path}: not a readable lmlow checkpoint ({type(e).__name__})") from None
-    if not isinstance(ck, dict) or ck.get("format") != CHECKPOINT_FORMAT:
-        raise LmlowError(f"{path}: not an lmlow checkpoint (or from another version)")
-    return ck
-
-
 # --------------------------------------------------------------------------- trainer
 
 class Trainer:
+    """One run's training: built from a Config (new) or a ``last.pt`` (``resume``); ``run()``
+    trains until a budget is spent, validating, logging and checkpointing as it goes."""
+
     def __init__(self, cfg: Config, run_dir: Path, resume: dict | None = None, quiet: bool = False):
-        self.cfg, self.run_dir, self.quiet = cfg, Path(run_dir), quiet
+        self.rundir, self.quiet = RunDir(run_dir), quiet
+        self.run_dir = self.rundir.path
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.device = pick_device(cfg.device)
         self.kv = None if resume else load_embeddings(cfg)  # a resumed model has its weights
-        vocab = Vocabulary(resume["vocab"], resume["counts"], cfg.unk_threshold) if resume else None
+        self.cfg = cfg = cfg if resume else built_config(cfg, self.kv)
+        vocab = checkpoint_vocabulary(resume, cfg) if resume else None
         self.corpus = open_corpus(cfg, self.kv, vocab)
         self.vocab = self.corpus.vocab
-        self.train_ids = _head(self.corpus.encode("train").ids, cfg.train_fraction, self.vocab.eos_id)
+        self.train_ids = head_fraction(self.corpus.encode("train").ids, cfg.train_fraction, self.vocab.eos_id)
         self.valid_ids = self.corpus.encode("valid").ids
         self.model, self.init_report = build_model(
             checkpoint_config(cfg, resume["model"]) if resume else cfg, self.vocab, self.kv)
@@ -280,11 +173,12 @@ class Trainer:
         self.amp_dtype = pick_precision(cfg.precision, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
         self.tracker = None
-        if cfg.track_frequency:   # Meister et al.'s Fig. 1 statistics (lmlow.analysis)
-            from lmlow.analysis import FrequencyTracker
+        if cfg.track_frequency:   # Meister et al.'s Fig. 1 statistics
+            from lmlow.analysis.frequency import FrequencyTracker
             self.tracker = FrequencyTracker(self.model, self.valid_ids, self.vocab.count_array(),
-                                            self.vocab.eos_id, self.run_dir, cfg.eval_batch_size,
-                                            cfg.bptt, self.device, fresh=resume is None)
+                                            self.vocab.eos_id, self.rundir.frequency_file,
+                                            cfg.eval_batch_size, cfg.bptt, self.device,
+                                            fresh=resume is None)
         if resume:
             self._restore(resume)
 
@@ -306,7 +200,7 @@ class Trainer:
     # ---- checkpoints
     def _checkpoint(self) -> dict:
         return {
-            "format": CHECKPOINT_FORMAT, "config": self.cfg.to_dict(), "vocab": self.vocab.words,
+            "config": self.cfg.to_dict(), "vocab": self.vocab.words,
             "counts": self.vocab.counts, "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict() if self.optimizer else None,
             "state": self.state.__dict__.copy(),
@@ -331,10 +225,9 @@ class Trainer:
 
     def _save_best(self) -> None:
         with self.averaged():
-            atomic_save({"format": CHECKPOINT_FORMAT, "config": self.cfg.to_dict(),
-                         "vocab": self.vocab.words, "counts": self.vocab.counts,
-                         "model": self.model.state_dict(), "state": self.state.__dict__.copy()},
-                        self.run_dir / "best.pt")
+            save_checkpoint({"config": self.cfg.to_dict(), "vocab": self.vocab.words,
+                             "counts": self.vocab.counts, "model": self.model.state_dict(),
+                             "state": self.state.__dict__.copy()}, self.rundir.best)
 
     # ---- evaluation
     @contextmanager
@@ -365,13 +258,13 @@ class Trainer:
     # ---- the loop
     def run(self) -> dict:
         cfg = self.cfg
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.rundir.create()
         if cfg.max_epochs == 0:
             loss = self.validate()
             self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": math.exp(loss)})
             self.state.best_valid = loss
             self._save_best()
-            atomic_save(self._checkpoint(), self.run_dir / "last.pt")
+            self._save_last()
             return self.summary()
         if self.optimizer is None:
             raise LmlowError("every parameter is frozen: nothing to train")
@@ -382,15 +275,12 @@ class Trainer:
             self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": math.exp(loss),
                                "lr": self.state.lr, "elapsed": 0.0})
         start = time.time() - self.state.train_seconds
-        while self.state.epoch < cfg.max_epochs and not (cfg.max_steps and self.state.step >= cfg.max_steps):
-            finished = self._train_epoch(data, start)
-            if not finished:
+        st = self.state
+        while not budget_spent(cfg, st.epoch, st.step, time.time() - start):
+            if not self._train_epoch(data, start) or self._epoch_end():
                 break
-            if self._epoch_end():
-                break
-            if cfg.max_time and time.time() - start > cfg.max_time * 60:
+            if budget_spent(cfg, st.epoch, st.step, time.time() - start) == "time":
                 self._say(f"time budget of {cfg.max_time:g} min reached")
-                break
         return self.summary()
 
     def _train_epoch(self, data: np.ndarray, start: float) -> bool:
@@ -429,12 +319,13 @@ class Trainer:
                                    "valid_loss": loss, "valid_ppl": math.exp(loss),
                                    "lr": st.lr, "elapsed": round(st.train_seconds, 1)})
             if time.time() - last_save > 600:      # a killed run loses at most 10 minutes
-                atomic_save(self._checkpoint(), self.run_dir / "last.pt")
+                self._save_last()
                 last_save = time.time()
-            out_of_time = cfg.max_time and st.train_seconds > cfg.max_time * 60
-            if out_of_time or (cfg.max_steps and st.step >= cfg.max_steps):
+            spent = budget_spent(cfg, st.epoch, st.step, st.train_seconds)
+            if spent in ("steps", "time"):
+                out_of_time = spent == "time"
                 bar.close()
-                atomic_save(self._checkpoint(), self.run_dir / "last.pt")
+                self._save_last()
                 if self.tracker:   # the weights the run stops with
                     self.tracker.record(st.step, st.epoch + st.position / n, st.train_seconds, "end")
                 if out_of_time:  # the budget is spent: keep what the partial epoch learnt
@@ -449,18 +340,16 @@ class Trainer:
 
     def _update(self, x, y, seq: int) -> float:
         cfg, st, model = self.cfg, self.state, self.model
-        lr = st.lr * seq / cfg.bptt                 # the rate follows the sequence length
-        if cfg.schedule == "cosine":
-            lr *= 0.5 * (1 + math.cos(math.pi * min(1.0, self._budget_used())))
-        if cfg.warmup_steps and st.step < cfg.warmup_steps:
-            lr *= (st.step + 1) / cfg.warmup_steps
+        used = budget_used(cfg, st.epoch + st.position / max(1, self.n_batches), st.step,
+                           st.train_seconds)
+        lr = learning_rate(cfg, st.lr, st.step, seq, used)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.hidden = detach_hidden(self.hidden)
         with torch.autocast(self.device.type, enabled=self.amp_dtype is not None,
                             dtype=self.amp_dtype or torch.float32):
             output, self.hidden, raw, dropped = model(x, self.hidden)
-            loss = lm_loss(model, output, y, cfg, self.prior)
+            loss = lm_loss(model, output, y, cfg.label_smoothing, self.prior)
             total = loss
             if cfg.alpha:
                 total = total + cfg.alpha * dropped.float().pow(2).mean()
@@ -469,7 +358,7 @@ class Trainer:
         if not torch.isfinite(total):
             raise LmlowError(f"loss became {total.item()} at update {st.step + 1} (epoch "
                              f"{st.epoch + 1}); lower --lr or --clip. The last good state is "
-                             f"{self.run_dir / 'last.pt'} (nothing newer was written)")
+                             f"{self._last_good()}")
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler:
             self.scaler.scale(total).backward()
@@ -484,18 +373,6 @@ class Trainer:
         else:
             self.optimizer.step()
         return loss.item()
-
-    def _budget_used(self) -> float:
-        """The fraction of the run's budget spent: the largest of time, updates and epochs.
-        A cosine schedule over it ends at rate 0 exactly when the budget does, which under a
-        fixed compute budget beats a constant or plateau-decayed rate."""
-        cfg, st = self.cfg, self.state
-        used = [(st.epoch + st.position / max(1, self.n_batches)) / cfg.max_epochs]
-        if cfg.max_time:
-            used.append(st.train_seconds / (cfg.max_time * 60))
-        if cfg.max_steps:
-            used.append(st.step / cfg.max_steps)
-        return max(used)
 
     def _final_validation(self, epoch: float) -> None:
         """Validate the weights a time budget stopped at, and keep them if they are the best.
@@ -538,20 +415,24 @@ class Trainer:
             st.asgd = True
             self.optimizer = self._make_optimizer(asgd=True)
         st.valid_history.append(loss)
-        if cfg.schedule == "step" and st.epoch % cfg.step_size == 0:
-            st.lr *= cfg.gamma
-        elif cfg.schedule == "plateau" and not improved:
-            st.lr *= cfg.gamma
-        atomic_save(self._checkpoint(), self.run_dir / "last.pt")
+        st.lr = decayed_rate(cfg, st.lr, st.epoch, improved)
+        self._save_last()
         if cfg.patience and st.stale_epochs >= cfg.patience:
             self._say(f"early stop: {cfg.patience} epochs without improvement")
             return True
         return False
 
     # ---- reporting
+    def _save_last(self) -> None:
+        save_checkpoint(self._checkpoint(), self.rundir.last)
+
+    def _last_good(self) -> str:
+        if self.rundir.last.exists():
+            return f"The last good state is {self.rundir.last} (nothing newer was written)"
+        return "No checkpoint was written"
+
     def _log_metrics(self, row: dict) -> None:
-        with open(self.run_dir / "metrics.jsonl", "a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_jsonl(self.rundir.metrics_file, row)
         if "valid_ppl" in row:
             extra = f" train ppl {row['train_ppl']:.1f}" if "train_ppl" in row else ""
             speed = f" {row['tokens_per_s']} tok/s" if "tokens_per_s" in row else ""
@@ -563,14 +444,16 @@ class Trainer:
             print(msg, flush=True)
 
     def summary(self) -> dict:
-        return {"run_dir": str(self.run_dir), "epochs": self.state.epoch, "steps": self.state.step,
+        best = self.rundir.best if self.rundir.best.exists() else self.rundir.last
+        return {"run_dir": str(self.run_dir), "checkpoint": str(best),
+                "epochs": self.state.epoch, "steps": self.state.step,
                 "best_valid_ppl": math.exp(self.state.best_valid) if self.state.best_valid < math.inf else None,
                 "train_seconds": round(self.state.train_seconds, 1), "tokens": self.state.tokens,
                 "tokens_per_s": round(self.state.tokens / max(1e-9, self.state.train_seconds)),
                 **self.init_report}
 
 
-def _head(ids: np.ndarray, fraction: float, eos_id: int) -> np.ndarray:
+def head_fraction(ids: np.ndarray, fraction: float, eos_id: int) -> np.ndarray:
     """The first ``fraction`` of a token stream, cut at a line end."""
     if fraction >= 1:
         return ids
@@ -598,46 +481,43 @@ def _bar(total: int, epoch: int, quiet: bool):
 
 # --------------------------------------------------------------------------- entry points
 
-def prepare_run_dir(run_dir: Path, force: bool) -> None:
-    run_dir = Path(run_dir)
-    if run_dir.exists() and any(run_dir.iterdir()):
-        if not force:
-            raise LmlowError(f"{run_dir} is not empty; use --resume {run_dir} to continue it, "
-                             "or --force to start over in it")
-        for name in ("summary.json", "best.pt", "last.pt", "metrics.jsonl", "config.json", "vocab.txt"):
-            (run_dir / name).unlink(missing_ok=True)
-    run_dir.mkdir(parents=True, exist_ok=True)
-
-
 def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) -> dict:
-    """Train a new run in ``run_dir``."""
-    prepare_run_dir(run_dir, force)
-    trainer = Trainer(cfg, run_dir, quiet=quiet)
-    cfg.save(Path(run_dir) / "config.json")
-    trainer.vocab.save(Path(run_dir) / "vocab.txt")
+    """Train a new run in ``run_dir``. Everything (corpus, vectors, model) is built before the
+    folder is touched; ``force`` then clears an earlier run's files from it."""
+    run = RunDir(run_dir).check_new(force, f"use --resume {run_dir} to continue it, or ")
+    trainer = Trainer(cfg, run.path, quiet=quiet)
+    run.create().clear()
+    trainer.cfg.save(run.config)
+    trainer.vocab.save(run.vocab)
     if not quiet:
         r = trainer.init_report
         cov = (f"; vectors cover {r['coverage_types_pct']:.1f}% of vocabulary types, "
                f"{r['coverage_tokens_pct']:.1f}% of training tokens" if "coverage_types_pct" in r else "")
-        print(f"{cfg.describe()}; vocabulary {r['vocabulary']}; parameters {r['trainable']:,} "
-              f"trainable, {r['frozen']:,} frozen{cov}; device {trainer.device}", flush=True)
+        print(f"{trainer.cfg.describe()}; vocabulary {r['vocabulary']}; parameters "
+              f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}; device "
+              f"{trainer.device}", flush=True)
     return _finish(trainer)
 
 
-def resume(run_dir: Path, quiet: bool = False, **budget) -> dict:
-    """Continue a run from ``run_dir/last.pt``; ``budget`` may raise max_epochs/max_time."""
-    ck = load_checkpoint(Path(run_dir) / "last.pt")
-    cfg = Config.from_dict(ck["config"], str(Path(run_dir) / "last.pt"))
-    for k, v in budget.items():
-        if v is not None:
-            setattr(cfg, k, v)
-    trainer = Trainer(cfg, run_dir, resume=ck, quiet=quiet)
-    cfg.save(Path(run_dir) / "config.json")
+def resume(run_dir: Path, quiet: bool = False, **changes) -> dict:
+    """Continue a run from its ``last.pt``, as configured; only the budget (``max_epochs``,
+    ``max_time``, ``max_steps``) may change, e.g. raised to train longer."""
+    refused = [k for k, v in changes.items() if v is not None and k not in RESUME_CHANGES]
+    if refused:
+        raise LmlowError("--resume continues a run as configured; only --max-epochs, "
+                         f"--max-time and --max-steps may be given with it, not "
+                         f"--{refused[0].replace('_', '-')}")
+    run = RunDir(run_dir)
+    ck = load_checkpoint(run.last)
+    cfg = Config.from_dict(ck["config"], str(run.last))
+    cfg = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v is not None}).validate()
+    trainer = Trainer(cfg, run.path, resume=ck, quiet=quiet)
+    cfg.save(run.config)
     return _finish(trainer)
 
 
 def _finish(trainer: Trainer) -> dict:
-    """Run to the end of the budget; ``summary.json`` marks a finished run (sweeps skip it)."""
+    """Run to the end of the budget; ``summary.json``, written last, marks a finished run."""
     summary = trainer.run()
-    atomic_write_text(trainer.run_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+    atomic_write_json(trainer.rundir.summary_file, summary)
     return summary

@@ -1,6 +1,10 @@
-"""Shared fixtures: an isolated cache per test session and small real corpora."""
+"""Shared fixtures: an isolated cache per test session, small real corpora, and the one way
+tests run the real ``lmlow`` command (:func:`lmlow` in a subprocess, :func:`cli` in-process)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,3 +35,28 @@ def speech_corpus(tmp_path_factory) -> Path:
     prepare([SPEECHES], out, tokenizer="spacy", norm=Normalisation.ptb(), valid=0.15, test=0.15,
             seed=3, documents="line", show_progress=False)
     return out
+
+
+def lmlow(*args, cache=None, check: bool = False) -> subprocess.CompletedProcess:
+    """Run ``python -m lmlow.cli ARGS`` as a user would, in a minimal environment (no
+    inherited PATH beyond /usr/bin:/bin), with the test's cache; ``check`` raises on failure."""
+    env = {"PATH": "/usr/bin:/bin",
+           "LMLOW_CACHE_DIR": str(cache or os.environ["LMLOW_CACHE_DIR"]),
+           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "")}
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], capture_output=True,
+                       text=True, env={k: v for k, v in env.items() if v})
+    if check and r.returncode != 0:
+        raise AssertionError(r.stderr)
+    return r
+
+
+def cli(*args, capsys) -> tuple[int, str, str]:
+    """``lmlow ARGS`` in-process: (exit code, stdout, stderr); argparse's exits become codes."""
+    from lmlow.cli import main
+
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err

@@ -1,19 +1,11 @@
 """End to end: the data commands run as a user runs them, on real text."""
 import json
-import subprocess
-import sys
 
 import pytest
 
-from conftest import SPEECHES
+from conftest import SPEECHES, lmlow
 
 
-def lmlow(*args, env_cache, check=True):
-    r = subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], capture_output=True,
-                       text=True, env={"LMLOW_CACHE_DIR": str(env_cache), "PATH": "/usr/bin:/bin"})
-    if check and r.returncode != 0:
-        raise AssertionError(r.stderr)
-    return r
 
 
 @pytest.fixture
@@ -24,29 +16,29 @@ def cache(tmp_path):
 def test_prepare_vocab_unk_stats(tmp_path, cache):
     out = tmp_path / "corpus"
     r = lmlow("prepare", SPEECHES, "--out", out, "--tokenizer", "spacy", "--ptb",
-              "--documents", "line", "--valid", "0.15", "--test", "0.15", "--json", env_cache=cache)
+              "--documents", "line", "--valid", "0.15", "--test", "0.15", "--json", cache=cache, check=True)
     rep = json.loads(r.stdout)
     assert rep["splits"]["valid"]["tokens"] > 0.1 * rep["tokens"]
 
     r = lmlow("vocab", out, "--unk-threshold", "2", "--out", tmp_path / "v.txt", "--counts",
-              "--json", env_cache=cache)
+              "--json", cache=cache, check=True)
     summary = json.loads(r.stdout)
     lines = (tmp_path / "v.txt").read_text().splitlines()
     counts = [int(l.split("\t")[1]) for l in lines]
     assert len(lines) == summary["vocabulary_size"] and counts == sorted(counts, reverse=True)
     assert all(int(l.split("\t")[1]) >= 2 for l in lines if l.split("\t")[0] not in ("<unk>", "<eos>"))
 
-    r = lmlow("unk", out, "--threshold", "2", "--out", tmp_path / "unk2", "--json", env_cache=cache)
+    r = lmlow("unk", out, "--threshold", "2", "--out", tmp_path / "unk2", "--json", cache=cache, check=True)
     replaced = json.loads(r.stdout)
     words = set((tmp_path / "unk2" / "valid.txt").read_text().split())
     assert words <= {l.split("\t")[0] for l in lines}
     assert replaced["valid"]["replaced_tokens"] > 0
 
-    r = lmlow("stats", out, "--pretrain", out / "train.txt", "--json", env_cache=cache)
+    r = lmlow("stats", out, "--pretrain", out / "train.txt", "--json", cache=cache, check=True)
     stats = json.loads(r.stdout)
     assert stats["table4"]["train_in_pretrain"] == stats["table4"]["train"]
     assert 50 < stats["table4"]["train"]["types_pct"] < 95  # most types are rare in real text
-    r = lmlow("stats", out, env_cache=cache)
+    r = lmlow("stats", out, cache=cache, check=True)
     assert "Table 4" in r.stdout and "| K=5" in r.stdout
 
 
@@ -61,7 +53,7 @@ def test_bad_input_is_one_line_without_traceback(tmp_path, cache, make_bad, mess
     for s in ("train", "valid", "test"):
         (d / f"{s}.txt").write_text("the senate of the union\n")
     make_bad(d)
-    r = lmlow("stats", d, env_cache=cache, check=False)
+    r = lmlow("stats", d, cache=cache)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1 and message in r.stderr
 
@@ -72,6 +64,6 @@ def test_nothing_overwritten_without_force(tmp_path, cache):
     for s in ("train", "valid", "test"):
         (d / f"{s}.txt").write_text("the senate of the union\n")
     (tmp_path / "v.txt").write_text("mine\n")
-    r = lmlow("vocab", d, "--out", tmp_path / "v.txt", env_cache=cache, check=False)
+    r = lmlow("vocab", d, "--out", tmp_path / "v.txt", cache=cache)
     assert r.returncode == 1 and "--force" in r.stderr
     assert (tmp_path / "v.txt").read_text() == "mine\n"

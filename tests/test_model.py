@@ -13,7 +13,8 @@ from lmlow.data.textio import iter_sentences
 from lmlow.errors import LmlowError
 from lmlow.evaluate import lstm_logprobs
 from lmlow.model import AWDLSTM, log_unigram
-from lmlow.train import Trainer, lm_loss
+from lmlow.loss import lm_loss
+from lmlow.train import Trainer
 
 
 @pytest.fixture(scope="module")
@@ -99,43 +100,13 @@ def test_log_unigram_smooths_zero_counts():
     assert torch.allclose(lu.exp(), torch.tensor([3, 1, 0.5]) / 4.5)
 
 
-@pytest.mark.parametrize("eps,prior_kind,tie", [(0.0, "uniform", False), (0.1, "uniform", True),
-                                                (0.1, "unigram", False)])
-def test_chunked_loss_equals_full_loss(monkeypatch, eps, prior_kind, tie):
-    """The fused chunks (gradients computed in forward) give the loss and every gradient."""
-    torch.manual_seed(0)
-    m = AWDLSTM(97, 8, 12, 1, 8, tie=tie)
-    out = torch.randn(6, 5, 8, requires_grad=True)
-    y = torch.randint(0, 97, (6, 5))
-    cfg = Config(label_smoothing=eps, smoothing_prior=prior_kind)
-    prior = torch.softmax(torch.randn(97), 0)
-    wrt = [out, m.decoder.weight, m.decoder.bias]
-    full = lm_loss(m, out, y, cfg, prior)
-    g_full = torch.autograd.grad(2 * full, wrt)
-    monkeypatch.setattr(train_mod, "LOGIT_CHUNK_ELEMENTS", 97 * 7)  # 7 rows per chunk
-    chunked = lm_loss(m, out, y, cfg, prior)
-    g_chunk = torch.autograd.grad(2 * chunked, wrt)
-    assert torch.allclose(full, chunked, atol=1e-6)
-    for a, b in zip(g_full, g_chunk):
-        assert torch.allclose(a, b, atol=1e-6)
-
-
-def test_chunked_loss_skips_frozen_output_weights(monkeypatch):
-    m = AWDLSTM(50, 8, 12, 1, 8, tie=False)
-    m.decoder.weight.requires_grad_(False)
-    out = torch.randn(4, 3, 8, requires_grad=True)
-    monkeypatch.setattr(train_mod, "LOGIT_CHUNK_ELEMENTS", 50 * 5)
-    lm_loss(m, out, torch.randint(0, 50, (4, 3)), Config(), None).backward()
-    assert m.decoder.weight.grad is None and out.grad is not None and m.decoder.bias.grad is not None
-
-
 def test_unigram_label_smoothing_by_hand():
     m = AWDLSTM(4, 3, 3, 1, 3, tie=False)
     out, y = torch.randn(1, 1, 3), torch.tensor([[2]])
     prior = torch.tensor([0.4, 0.3, 0.2, 0.1])
     logp = torch.log_softmax(m.decoder(out).reshape(-1, 4), -1)[0]
     expected = 0.9 * -logp[2] + 0.1 * -(prior * logp).sum()
-    got = lm_loss(m, out, y, Config(label_smoothing=0.1, smoothing_prior="unigram"), prior)
+    got = lm_loss(m, out, y, 0.1, prior)
     assert torch.allclose(got, expected)
 
 
@@ -147,9 +118,9 @@ def test_uniform_label_smoothing_by_hand():
     logp = torch.log_softmax(m.decoder(out).reshape(-1, 5), -1)
     nll = -logp[torch.arange(2), y.reshape(-1)]
     expected = (0.8 * nll + 0.2 * -logp.mean(-1)).mean()
-    got = lm_loss(m, out, y, Config(label_smoothing=0.2, smoothing_prior="uniform"), None)
+    got = lm_loss(m, out, y, 0.2, None)
     assert torch.allclose(got, expected)
-    plain = lm_loss(m, out, y, Config(label_smoothing=0.0, smoothing_prior="unigram"), None)
+    plain = lm_loss(m, out, y, 0.0, None)
     assert torch.allclose(plain, nll.mean())
 
 

@@ -9,23 +9,21 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import write_corpus
+from conftest import write_corpus, lmlow
 from lmlow.data.corpus import Corpus
 from lmlow.errors import LmlowError
-from lmlow.ngram import NgramRun, find_program, train_ngram
-from lmlow.runs import LN10, load
+from lmlow.evaluate import LN10
+from lmlow.external import find_program
+from lmlow.ngram import NgramRun, train_ngram
+from lmlow.runs import load
 
 try:
-    find_program("lmplz")
-    find_program("build_binary")
+    find_program("lmplz", "")
+    find_program("build_binary", "")
 except LmlowError as e:
     pytestmark = pytest.mark.skip(reason=f"KenLM not built ({e})")
 
 
-def lmlow(*args, cache):
-    return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)],
-                          capture_output=True, text=True,
-                          env={"LMLOW_CACHE_DIR": str(cache), "PATH": "/usr/bin:/bin"})
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +36,7 @@ def kn(speech_corpus, tmp_path_factory):
 
 def query_perplexity(model, text):
     """KenLM's own query program on the ARPA file: the reference, independent of lmlow."""
-    out = subprocess.run([find_program("query"), str(model)], stdin=open(text),
+    out = subprocess.run([find_program("query", ""), str(model)], stdin=open(text),
                          capture_output=True, text=True, check=True).stdout
     return float(re.search(r"Perplexity including OOVs:\s*(\S+)", out).group(1))
 
@@ -120,7 +118,7 @@ def test_score_gives_kenlm_full_scores_in_natural_log(kn, tmp_path):
 def test_errors_are_one_line(speech_corpus, kn, tmp_path):
     cache = tmp_path / "cache"
     for args, message in [(("eval", tmp_path / "nowhere"), "no such run folder"),
-                          (("ngram", speech_corpus, "--out", kn), "exists; pass --force"),
+                          (("ngram", speech_corpus, "--out", kn), "is not empty; pass --force"),
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--order", "9"), "2 to 6"),
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--prune", "0,2,1"),
                            "non-decreasing")]:

@@ -1,10 +1,9 @@
 """Sweeps run ordinary train commands, skip finished runs, and report a table and a plot."""
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
+from conftest import lmlow
 
 from lmlow.errors import LmlowError
 from lmlow.sweep import SIX, config_name, grid, plan
@@ -20,9 +19,6 @@ init = ["unigram"]
 """
 
 
-def lmlow(*args):
-    return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)],
-                          capture_output=True, text=True)
 
 
 def test_grids_have_the_papers_configurations():

@@ -1,16 +1,16 @@
 """Training runs end to end: resume gives the same numbers, checkpoints are safe, bad states
 and bad inputs stop with one line."""
 import json
-import subprocess
-import sys
 
 import pytest
+from conftest import lmlow
 import torch
 
 from lmlow.config import build_config
 from lmlow.errors import LmlowError
 from lmlow.runs import load
-from lmlow.train import load_checkpoint, resume, train
+from lmlow.checkpoint import load_checkpoint
+from lmlow.train import resume, train
 
 
 def cfg_for(corpus, **kw):
@@ -80,10 +80,6 @@ def test_nonempty_run_dir_needs_force(speech_corpus, tmp_path):
         train(cfg_for(speech_corpus, max_epochs=0), run, quiet=True)
 
 
-def lmlow(*args, cache):
-    return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)],
-                          capture_output=True, text=True,
-                          env={"LMLOW_CACHE_DIR": str(cache), "PATH": "/usr/bin:/bin"})
 
 
 def test_cli_train_eval_score(speech_corpus, tmp_path):

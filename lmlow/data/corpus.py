@@ -19,9 +19,10 @@ from typing import Iterable
 
 import numpy as np
 
-from lmlow.data.textio import atomic_write_text, iter_lines
+from lmlow.data.textio import iter_lines
 from lmlow.data.vocab import Vocabulary, build_vocabulary
 from lmlow.errors import LmlowError
+from lmlow.files import atomic_path, atomic_write_text
 from lmlow.progress import progress
 
 SPLITS = ("train", "valid", "test")
@@ -106,9 +107,8 @@ def encode_file(path: Path, vocab: Vocabulary, show_progress: bool = True) -> En
         stats = SplitStats(**json.loads(meta_path.read_text(encoding="utf-8")))
         return EncodedSplit(_load_ids(base.with_suffix(".bin"), stats.tokens), stats)
     base.parent.mkdir(parents=True, exist_ok=True)
-    tmp_bin = Path(f"{base}.bin.tmp{os.getpid()}")
-    stats = _stream_encode(path, vocab, tmp_bin, show_progress)
-    os.replace(tmp_bin, base.with_suffix(".bin"))
+    with atomic_path(base.with_suffix(".bin")) as tmp_bin:
+        stats = _stream_encode(path, vocab, tmp_bin, show_progress)
     atomic_write_text(meta_path, json.dumps(asdict(stats)))  # written last: marks completion
     return EncodedSplit(_load_ids(base.with_suffix(".bin"), stats.tokens), stats)
 
@@ -211,8 +211,7 @@ class Corpus:
 def write_ids_as_text(ids: np.ndarray, vocab: Vocabulary, path: Path) -> None:
     """Write encoded ids back as text, one line per ``<eos>``, atomically."""
     words, eos = vocab.words, vocab.eos_id
-    tmp = Path(f"{path}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         line: list[str] = []
         for start in range(0, len(ids), 1 << 20):
             for i in ids[start:start + (1 << 20)].tolist():
@@ -221,4 +220,3 @@ def write_ids_as_text(ids: np.ndarray, vocab: Vocabulary, path: Path) -> None:
                     line = []
                 else:
                     line.append(words[i])
-    os.replace(tmp, path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -17,7 +18,8 @@ from typing import Iterator
 from lmlow.data.corpus import SPLITS
 from lmlow.data.textio import decode_line, iter_lines, open_binary
 from lmlow.data.tokenize import Normalisation, make_tokenizer
-from lmlow.errors import LmlowError, refuse_overwrite
+from lmlow.errors import LmlowError
+from lmlow.files import atomic_path, refuse_overwrite
 from lmlow.progress import progress
 
 DOC_MODES = ("auto", "file", "blank", "line")
@@ -193,18 +195,14 @@ def assign_splits(doc_tokens: list[int], valid, test, seed: int) -> list[str]:
 
 
 def _copy_splits(scratch, docs, assignment, out: Path, report: PrepareReport) -> None:
-    tmp = {s: Path(f"{out / s}.txt.tmp{os.getpid()}") for s in SPLITS}
-    handles = {s: open(tmp[s], "wb") for s in SPLITS}
-    try:
-        with open(scratch, "rb") as src:
+    with ExitStack() as stack:        # the three splits appear together, or none changes
+        tmp = {s: stack.enter_context(atomic_path(out / f"{s}.txt")) for s in SPLITS}
+        with ExitStack() as files, open(scratch, "rb") as src:
+            handles = {s: files.enter_context(open(tmp[s], "wb")) for s in SPLITS}
             for (start, end, _), split in zip(docs, assignment):
                 src.seek(start)
                 handles[split].write(src.read(end - start))
-    finally:
-        for h in handles.values():
-            h.close()
     for s in SPLITS:
-        os.replace(tmp[s], out / f"{s}.txt")
         report.splits[s] = _summary([d for d, a in zip(docs, assignment) if a == s],
                                     out / f"{s}.txt")
 

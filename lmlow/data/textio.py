@@ -10,7 +10,6 @@ every line when the text is read, so ``<eos>`` itself may not appear in the text
 from __future__ import annotations
 
 import gzip
-import os
 from pathlib import Path
 from typing import Iterator
 
@@ -18,13 +17,6 @@ from lmlow.errors import LmlowError
 
 EOS = "<eos>"
 UNK = "<unk>"
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write through a temporary file and rename: a crash never leaves half a file."""
-    tmp = Path(f"{path}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def open_binary(path: Path):

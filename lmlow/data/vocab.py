@@ -19,8 +19,9 @@ from typing import Iterable
 
 import numpy as np
 
-from lmlow.data.textio import EOS, UNK, atomic_write_text, decode_line, open_binary
+from lmlow.data.textio import EOS, UNK, decode_line, open_binary
 from lmlow.errors import LmlowError
+from lmlow.files import atomic_write_text
 
 
 @dataclass

@@ -1,0 +1,266 @@
+"""``lmlow analyze`` and ``lmlow compare``: the frequency analyses of LSTM runs, with their
+tables and plots.
+
+- :func:`analyze`: bias vs log-unigram correlations (Kobayashi Table 3), KL(unigram || average
+  prediction) with and without the bias (Kobayashi Table 1), log-prob of the ground truth vs
+  its frequency with and without the bias (Meister Fig. 4), plots;
+- :func:`compare`: ALC (area under the learning curve) of the validation curves of runs.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from lmlow.analysis.frequency import bias_stats, distribution_stats
+from lmlow.analysis.stats import alc, binned_means, kl_divergence, unigram_distribution
+from lmlow.errors import LmlowError
+from lmlow.files import atomic_write_json, atomic_write_text, read_json, refuse_overwrite
+from lmlow.plots import plot_validation_curves, pyplot
+from lmlow.rundir import LSTM, RunDir
+
+
+def analyze(run_dir: Path, split: str = "valid", out: Path | None = None, tokens: int = 0,
+            bins: int = 20, corpus: Path | None = None, checkpoint: str = "best",
+            device: str = "auto", force: bool = False, quiet: bool = True) -> dict:
+    """Frequency analyses of an LSTM run's ``checkpoint`` on ``split`` (its first ``tokens``
+    tokens, 0 = all): writes OUT/analysis.json and PNG plots (OUT defaults to RUN_DIR/analysis)
+    and returns the JSON's content."""
+    from lmlow.runs import LSTMRun
+
+    rd = RunDir(run_dir).require(LSTM)
+    run_dir = rd.path
+    if not rd.checkpoint(checkpoint).exists():
+        raise LmlowError(f"{run_dir}: no {checkpoint}.pt (train the run first)")
+    out = Path(out) if out else rd.analysis_dir
+    names = ["analysis.json", "bias_vs_frequency.png", "logprob_vs_frequency.png",
+             "prediction_vs_frequency.png"]
+    frequency = rd.frequency()
+    if frequency:
+        names.append("frequency_curves.png")
+    refuse_overwrite([out / n for n in names], force)
+    if tokens < 0 or bins < 1:
+        raise LmlowError("--tokens must be >= 0 and --bins >= 1")
+    run = LSTMRun(run_dir, checkpoint, device)
+    counts = run.vocab.count_array()
+    unigram = unigram_distribution(counts)
+    ids = run.corpus(corpus).encode(split).ids
+    ids = np.asarray(ids[:tokens] if tokens else ids, dtype=np.int64)
+    stats = distribution_stats(run.model, ids, run.vocab.eos_id, unigram, (1.0, 0.0),
+                               run.config.eval_batch_size, run.config.bptt, run.device)
+    full, nob = stats[1.0], stats[0.0]
+    bias = run.model.decoder.bias.detach().cpu().numpy().astype(np.float64)
+    seen = counts > 0
+    log_u = np.log(unigram[seen])
+    uniform = np.full(len(unigram), 1 / len(unigram))
+
+    # Meister Fig. 4: per target type, the mean log-prob it gets; binned by log unigram
+    targets = ids[seen[ids]]
+    per_type = {}
+    for name, st in (("full", full), ("no_bias", nob)):
+        lp = st.logprobs[seen[ids]]
+        sums = np.bincount(targets, weights=lp, minlength=len(counts))
+        n_t = np.bincount(targets, minlength=len(counts))
+        types = np.flatnonzero(n_t)
+        per_type[name] = (types, sums[types] / n_t[types])
+    types = per_type["full"][0]
+    fig4 = {name: binned_means(np.log(unigram[types]), per_type[name][1], bins)
+            for name in per_type}
+    # Kobayashi Fig. 1: mean predicted probability vs unigram probability, binned by log unigram
+    fig1 = {name: binned_means(log_u, np.log(np.maximum(st.mean_distribution[seen], 1e-300)), bins)
+            for name, st in (("full", full), ("no_bias", nob))}
+
+    result = {
+        "run": str(run_dir), "checkpoint": checkpoint, "split": split, "tokens": int(len(ids)),
+        "init": list(run.config.init), "tie": run.config.tie, "vocabulary": len(counts),
+        "words_seen_in_training": int(seen.sum()),
+        **bias_stats(bias, unigram),
+        "kl_unigram_avg": kl_divergence(unigram, full.mean_distribution),
+        "kl_unigram_avg_no_bias": kl_divergence(unigram, nob.mean_distribution),
+        "kl_uniform_avg": kl_divergence(uniform, full.mean_distribution),
+        "kl_uniform_avg_no_bias": kl_divergence(uniform, nob.mean_distribution),
+        "kl_unigram_token": full.kl_unigram_token, "kl_unigram_token_no_bias": nob.kl_unigram_token,
+        "perplexity": math.exp(full.cross_entropy), "perplexity_no_bias": math.exp(nob.cross_entropy),
+        "logprob_vs_frequency": fig4, "prediction_vs_frequency": fig1,
+        "frequency_jsonl": frequency,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "analysis.json", result)
+    title = f"{run_dir.name} ({', '.join(run.config.init)} init)"
+    _plot_bias(bias[seen], log_u, result, title, out / "bias_vs_frequency.png")
+    _plot_binned(fig4, "log unigram probability of the target (training)",
+                 "mean ln p(target), per word type", title + f", {split}",
+                 out / "logprob_vs_frequency.png")
+    _plot_binned(fig1, "log unigram probability (training)",
+                 "log of mean predicted probability", title + f", {split}",
+                 out / "prediction_vs_frequency.png", diagonal=True)
+    if result["frequency_jsonl"]:
+        plot_frequency_curves({run_dir.name: result["frequency_jsonl"]}, out / "frequency_curves.png")
+    return result
+
+
+def _plot_bias(bias, log_u, r, title, path: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    ax.scatter(log_u, bias, s=3, alpha=0.3, lw=0)
+    ax.set_xlabel("log unigram probability (training)")
+    ax.set_ylabel("output bias b")
+    ax.set_title(f"{title}\nSpearman {r['bias_spearman']:.3f}, Pearson {r['bias_pearson']:.3f}",
+                 fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_binned(series: dict, xlabel: str, ylabel: str, title: str, path: Path,
+                 diagonal: bool = False) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    labels = {"full": "all parameters", "no_bias": "bias dropped (W h only)"}
+    for name, rows in series.items():
+        ax.plot([r["x"] for r in rows], [r["y"] for r in rows], "o-", ms=3, label=labels[name])
+    if diagonal:
+        xs = [r["x"] for rows in series.values() for r in rows]
+        ax.plot([min(xs), max(xs)], [min(xs), max(xs)], "k--", lw=0.8, label="unigram")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_frequency_curves(runs: dict[str, list[dict]], path: Path) -> None:
+    """Meister Fig. 1 (divergence from unigram and uniform, cross-entropy) and Figs. 13-14
+    (bias KL from unigram, bias norm) against updates on a log axis, one colour per run."""
+    plt = pyplot()
+    panels = [("kl_unigram_token", "KL(unigram || p), per token"),
+              ("kl_uniform_token", "KL(uniform || p), per token"),
+              ("cross_entropy", "cross-entropy (nats)"),
+              ("kl_unigram_avg", "KL(unigram || mean p)"),
+              ("bias_kl_unigram", "KL(unigram || softmax(b))"),
+              ("bias_norm", "||b||_2")]
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5))
+    for (key, label), ax in zip(panels, axes.flat):
+        for i, (name, rows) in enumerate(runs.items()):
+            pts = sorted({r["step"]: r for r in rows}.values(), key=lambda r: r["step"])
+            ys = [np.nan if r.get(key) is None else r[key] for r in pts]
+            ax.plot([r["step"] + 1 for r in pts], ys, "o-", ms=3,
+                    color=f"C{i}", label=name)
+        ax.set_xscale("log")
+        ax.set_xlabel("update + 1 (log scale)")
+        ax.set_title(label, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- lmlow compare
+
+COMPARE_COLUMNS = ["run", "init", "updates", "minutes", "ALC@N", "ALC (all updates)",
+                   "ALC (wall time)", "final valid ppl", "best valid ppl"]
+
+
+def learning_curve(run_dir: Path) -> list[dict]:
+    """The validation evaluations of metrics.jsonl in update order (the last row of a step)."""
+    run = RunDir(run_dir)
+    if not run.path.is_dir():
+        raise LmlowError(f"{run_dir}: no such run folder")
+    rows = run.learning_curve()
+    if not rows:
+        raise LmlowError(f"{run.metrics_file}: no validation evaluations (train the run first)")
+    return rows
+
+
+def compare(run_dirs: list[Path], steps: int | None = None, metric: str = "loss") -> list[dict]:
+    """One row per run: ALC of the validation ``metric`` (loss in nats, or ppl) over the first
+    ``steps`` updates, over all updates and over wall time, and final and best perplexity."""
+    if metric not in ("loss", "ppl"):
+        raise LmlowError("--metric: choose loss or ppl")
+    if steps is not None and steps <= 0:
+        raise LmlowError("--steps must be positive")
+    if not run_dirs:
+        raise LmlowError("give at least one run folder")
+    key = "valid_loss" if metric == "loss" else "valid_ppl"
+    rows = []
+    for run in map(Path, run_dirs):
+        curve = learning_curve(run)
+        cfg = read_config(run)
+        ys = [r[key] for r in curve]
+        step_x = [r["step"] for r in curve]
+        timed = [r for r in curve if "elapsed" in r]
+        rows.append({
+            "run": str(run), "init": ",".join(cfg.get("init", ["?"])),
+            "updates": step_x[-1], "minutes": (timed[-1]["elapsed"] / 60) if timed else None,
+            "ALC@N": alc(step_x, ys, steps) if steps else None,
+            "ALC (all updates)": alc(step_x, ys),
+            "ALC (wall time)": alc([r["elapsed"] for r in timed], [r[key] for r in timed])
+            if len(timed) > 1 else None,
+            "final valid ppl": curve[-1]["valid_ppl"],
+            "best valid ppl": min(r["valid_ppl"] for r in curve),
+            "first update": step_x[0], "metric": metric, "steps": steps,
+            "curve": [{"step": r["step"], "elapsed": r.get("elapsed"), "valid_loss": r["valid_loss"],
+                       "valid_ppl": r["valid_ppl"]} for r in curve],
+        })
+    return rows
+
+
+def read_config(run_dir: Path) -> dict:
+    try:
+        return read_json(RunDir(run_dir).config)
+    except LmlowError:
+        return {}
+
+
+def compare_table(rows: list[dict], steps: int | None) -> tuple[list[str], list[list]]:
+    """Headers and cells of the comparison (no ALC@N column without ``steps``)."""
+    cols = [c for c in COMPARE_COLUMNS if steps or c != "ALC@N"]
+    headers = [f"ALC@{steps}" if c == "ALC@N" else c for c in cols]
+    return headers, [["" if r[c] is None else r[c] for c in cols] for r in rows]
+
+
+def compare_markdown(rows: list[dict], steps: int | None, metric: str = "loss") -> str:
+    from lmlow.tables import markdown
+
+    what = "cross-entropy (nats)" if metric == "loss" else "perplexity"
+    return (f"ALC: mean validation {what} over the interval (lower is better)\n\n"
+            + markdown(*compare_table(rows, steps), digits=4))
+
+
+def write_compare(rows: list[dict], out: Path, steps: int | None, metric: str = "loss",
+                  force: bool = False) -> list[Path]:
+    """OUT/compare.md, .csv, .json, curves.png, and frequency_curves.png when runs have
+    frequency.jsonl; nothing is overwritten without ``force``."""
+    from lmlow.tables import to_csv
+
+    out = Path(out)
+    tracked = {Path(r["run"]).name: RunDir(r["run"]).frequency() for r in rows}
+    tracked = {k: v for k, v in tracked.items() if v}
+    paths = [out / n for n in ("compare.md", "compare.csv", "compare.json", "curves.png")]
+    if tracked:
+        paths.append(out / "frequency_curves.png")
+    refuse_overwrite(paths, force)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(paths[0], compare_markdown(rows, steps, metric) + "\n")
+    atomic_write_text(paths[1], to_csv(*compare_table(rows, steps)))
+    atomic_write_json(paths[2], rows)
+    plot_compare(rows, paths[3], steps)
+    if tracked:
+        plot_frequency_curves(tracked, paths[4])
+    return paths
+
+
+def plot_compare(rows: list[dict], path: Path, steps: int | None = None) -> None:
+    series = [{"label": f"{Path(r['run']).name} ({r['init']})", "rows": r["curve"], "group": i}
+              for i, r in enumerate(rows)]
+    plot_validation_curves(series, path, x=("step", "elapsed"), mark_step=steps)
+
+
+__all__ = ["analyze", "compare", "compare_markdown", "compare_table", "learning_curve",
+           "plot_frequency_curves", "write_compare"]

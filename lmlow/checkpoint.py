@@ -1,0 +1,137 @@
+"""Models in and out of files: device choice, building the AWD-LSTM a Config describes, and
+saving and loading checkpoints. Training and every command that opens a run share this module,
+so evaluating a model never imports the training loop.
+
+Checkpoints hold only tensors and plain data, are written atomically and load with
+``torch.load(..., weights_only=True)`` (a checkpoint from a stranger cannot run code).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from lmlow.config import Config
+from lmlow.data.vocab import Vocabulary
+from lmlow.errors import LmlowError
+from lmlow.files import atomic_path
+from lmlow.model import AWDLSTM, count_parameters, log_unigram, pretrained_matrix
+
+CHECKPOINT_FORMAT = 1
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise LmlowError("--device cuda: no CUDA GPU is available to torch")
+    return torch.device(name)
+
+
+def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype, or None for plain fp32. bf16 needs no loss scaling; on CPUs with
+    AMX tiles it runs the LSTM and softmax matmuls about 1.5x faster than fp32."""
+    if name == "auto":
+        if device.type == "cuda":
+            return torch.float16
+        amx = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
+        return torch.bfloat16 if amx else None
+    if name == "fp16" and device.type != "cuda":
+        raise LmlowError("--precision fp16 needs a CUDA device; use bf16 on a CPU")
+    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def model_sizes(cfg: Config, kv=None) -> tuple[int, int]:
+    """(input, output) embedding sizes: pretrained vectors fix the size of what they initialise."""
+    emb = kv.vector_size if (kv is not None and cfg.pretrained_input) else cfg.emb_size
+    out = kv.vector_size if (kv is not None and cfg.pretrained_output) else (cfg.out_size or emb)
+    if cfg.tie and emb != out:
+        raise LmlowError(f"tied embeddings need equal sizes, got input {emb} and output {out}")
+    return emb, out
+
+
+def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None):
+    """The AWD-LSTM of ``cfg`` for ``vocab``, initialised and frozen as ``cfg`` says.
+
+    Seeds torch's global generator with ``seed`` (default ``cfg.seed``) first, as training
+    needs: the initial weights and all later dropout masks follow from the seed. Returns
+    (model, report): what was pretrained and how much of the vocabulary the vectors covered.
+    """
+    g = torch.Generator().manual_seed(cfg.seed if seed is None else seed)
+    torch.manual_seed(cfg.seed if seed is None else seed)
+    emb, out = model_sizes(cfg, kv)
+    model = AWDLSTM(len(vocab), emb, cfg.hidden_size, cfg.layers, out, cfg.tie, cfg.dropout,
+                    cfg.dropouth, cfg.dropouti, cfg.dropoute, cfg.wdrop)
+    report = {"vocabulary": len(vocab), "emb_size": emb, "out_size": out}
+    with torch.no_grad():
+        if kv is not None and (cfg.pretrained_input or cfg.pretrained_output):
+            matrix, found = pretrained_matrix(vocab.words, kv, g)
+            counts = vocab.count_array()
+            covered = np.array([w in kv.key_to_index for w in vocab.words])
+            report["coverage_types_pct"] = 100.0 * found / len(vocab)
+            report["coverage_tokens_pct"] = 100.0 * counts[covered].sum() / max(1, counts.sum())
+            if cfg.pretrained_input:
+                model.encoder.weight.copy_(matrix)
+            if cfg.pretrained_output and not cfg.tie:
+                model.decoder.weight.copy_(matrix)
+        if cfg.unigram_bias:
+            model.decoder.bias.copy_(log_unigram(torch.from_numpy(vocab.count_array())))
+            if not cfg.tie and not cfg.pretrained_output:
+                # small contextual logits at step 0, so the model starts as the unigram model
+                model.decoder.weight.mul_(0.1)
+    model.encoder.weight.requires_grad_(not (cfg.freeze_input or (cfg.tie and cfg.freeze_output)))
+    model.decoder.weight.requires_grad_(not (cfg.freeze_output or (cfg.tie and cfg.freeze_input)))
+    model.decoder.bias.requires_grad_(not cfg.freeze_output_bias)
+    report.update(count_parameters(model))
+    return model, report
+
+
+def checkpoint_config(cfg: Config, state_dict: dict) -> Config:
+    """``cfg`` with the sizes a saved model has and no pretrained init: what rebuilds a
+    checkpoint's model without reading the vectors again (its weights come from the file)."""
+    return Config(**{**cfg.to_dict(), "emb_size": state_dict["encoder.weight"].shape[1],
+                     "out_size": state_dict["decoder.weight"].shape[1], "init": ["random"],
+                     "embeddings": None, "extend_vocab": False})
+
+
+def save_checkpoint(obj: dict, path: Path) -> None:
+    """Write a checkpoint atomically: the previous file survives any failure."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        torch.save({"format": CHECKPOINT_FORMAT, **obj}, tmp)
+
+
+def load_checkpoint(path: Path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise LmlowError(f"{path}: no such checkpoint")
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise LmlowError(f"{path}: not a readable lmlow checkpoint ({type(e).__name__})") from None
+    if not isinstance(ck, dict) or ck.get("format") != CHECKPOINT_FORMAT:
+        raise LmlowError(f"{path}: not an lmlow checkpoint (or from another version)")
+    return ck
+
+
+def checkpoint_vocabulary(ck: dict, cfg: Config) -> Vocabulary:
+    return Vocabulary(ck["vocab"], ck["counts"], cfg.unk_threshold)
+
+
+def load_model(path: Path, device: str | torch.device = "cpu"):
+    """(config, vocabulary, model in eval mode on ``device``) from a checkpoint file.
+    Torch's global random state is left as it was: opening a model changes nothing."""
+    path = Path(path)
+    ck = load_checkpoint(path)
+    cfg = Config.from_dict(ck["config"], str(path))
+    vocab = checkpoint_vocabulary(ck, cfg)
+    with torch.random.fork_rng(devices=[]):
+        model, _ = build_model(checkpoint_config(cfg, ck["model"]), vocab)
+    try:
+        model.load_state_dict(ck["model"])
+    except RuntimeError as e:
+        raise LmlowError(f"{path} does not fit its configuration "
+                         f"({str(e).splitlines()[0]})") from None
+    device = device if isinstance(device, torch.device) else pick_device(device)
+    return cfg, vocab, model.to(device).eval()

@@ -1,0 +1,40 @@
+"""Running the external estimators lmlow builds on (Stanford GloVe, KenLM): finding the
+program and turning its failure into one line that quotes the program's own message."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+from lmlow.errors import LmlowError
+
+
+def find_program(name: str, build_hint: str) -> str:
+    """A program from the venv's bin/ (where the build scripts put it), else PATH."""
+    local = Path(sys.prefix) / "bin" / name
+    found = str(local) if os.access(local, os.X_OK) else shutil.which(name)
+    if not found:
+        raise LmlowError(f"{name} not found in {local.parent} or on PATH; {build_hint}")
+    return found
+
+
+def last_line(stderr: str) -> str:
+    """The last non-blank line of a program's log (progress bars' carriage returns and
+    cursor codes split lines too)."""
+    lines = [ln.strip() for ln in re.split(r"[\r\n]|\x1b\[\d*G", stderr) if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def run_program(cmd: list, what: str, message: Callable[[str], str] = last_line,
+                check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``cmd`` capturing its output. With ``check``, a non-zero exit raises a one-line
+    error: ``what`` failed, with ``message(stderr)`` (the program's own explanation)."""
+    done = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, errors="replace")
+    if check and done.returncode != 0:
+        raise LmlowError(f"{what} failed: {message(done.stderr) or f'exit status {done.returncode}'}")
+    return done

@@ -1,0 +1,102 @@
+"""Writing and reading lmlow's own files safely: the one place that knows how.
+
+Every file lmlow writes goes through a temporary file in the same folder that is renamed over
+the target only once it is complete, so a crash, a kill or a full disk never leaves half a
+file where a whole one was (the old version survives). Temporary names end in
+``.tmp<pid>``, so a stale one is recognisable. JSON is written strictly: NaN and infinities
+become ``null``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from lmlow.errors import LmlowError
+
+
+def temporary_path(path: Path) -> Path:
+    """The scratch name beside ``path`` that :func:`atomic_path` writes first."""
+    return Path(f"{path}.tmp{os.getpid()}")
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path to write; on success it replaces ``path`` in one rename, on
+    failure it is removed and ``path`` is untouched."""
+    path = Path(path)
+    tmp = temporary_path(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def atomic_write_json(path: Path, obj, indent: int | None = 1) -> None:
+    atomic_write_text(path, to_json(obj, indent=indent) + "\n")
+
+
+def to_json(obj, **kw) -> str:
+    """JSON with NaN and infinities written as null (strict JSON readers refuse NaN)."""
+    return json.dumps(_clean(obj), **kw)
+
+
+def _clean(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if hasattr(x, "item") and hasattr(x, "dtype") and getattr(x, "shape", None) == ():
+        return _clean(x.item())          # numpy scalars
+    return x
+
+
+def read_json(path: Path) -> dict:
+    """A JSON file lmlow wrote, with a one-line error if it is missing or damaged."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LmlowError(f"{path}: no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise LmlowError(f"{path}: not valid JSON ({e})") from None
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """The rows of a JSON-lines file (none if it does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                raise LmlowError(f"{path}:{i}: not a JSON line") from None
+    return rows
+
+
+def append_jsonl(path: Path, row: dict) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(to_json(row) + "\n")
+
+
+def refuse_overwrite(paths, force: bool) -> None:
+    """Nothing the user made is overwritten unless they said --force."""
+    if force:
+        return
+    for p in map(Path, paths):
+        if p.exists():
+            raise LmlowError(f"{p} exists; pass --force to overwrite it")

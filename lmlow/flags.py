@@ -1,0 +1,140 @@
+"""Command-line flags built the same way for every command: generated from the settings
+dataclasses (``Config``, ``GloveConfig``, ``NgramOptions``), shared groups for "a run" and "an
+output", and argparse types for comma lists, so a bad value is one line naming the flag."""
+from __future__ import annotations
+
+import argparse
+import typing
+from dataclasses import MISSING, fields
+from pathlib import Path
+
+
+# --------------------------------------------------------------------------- value types
+
+def comma_list(kind, what: str):
+    """An argparse type for ``a,b,c`` lists of ``kind`` (int, float, str)."""
+    def parse(text: str) -> list:
+        items = [x.strip() for x in str(text).split(",") if x.strip()]
+        try:
+            values = [kind(x) for x in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}") from None
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got nothing")
+        return values
+    parse.__name__ = f"list of {what}"
+    return parse
+
+
+int_list = comma_list(int, "integers")
+float_list = comma_list(float, "numbers")
+str_list = comma_list(str, "names")
+
+
+def at_least(low: int):
+    """An argparse type for integers >= ``low``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+# --------------------------------------------------------------------------- settings dataclasses
+
+def _value_type(cls, f):
+    """The type a field's flag parses: from the default, or the annotation of an Optional."""
+    if f.default is not None and f.default is not MISSING:
+        return type(f.default)
+    hint = typing.get_type_hints(cls)[f.name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else str
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def add_settings(parser, cls, skip=(), defaults: dict | None = None) -> None:
+    """One flag per field of the dataclass ``cls`` (its metadata ``help``, ``metavar`` and
+    ``parse``): the dataclass is the single source of truth. Every flag defaults to None, so
+    :func:`settings_from` returns only what the user gave; ``defaults`` (e.g. a preset's)
+    are shown in the help instead of the field's."""
+    defaults = defaults or {}
+    for f in fields(cls):
+        if f.name in skip:
+            continue
+        meta = dict(f.metadata)
+        flag = "--" + f.name.replace("_", "-")
+        shown = _shown(defaults.get(f.name, f.default))
+        kw = {"default": None, "help": f"{meta.get('help', '')} (default: {shown})"}
+        if meta.get("metavar"):
+            kw["metavar"] = meta["metavar"]
+        if meta.get("parse"):
+            parser.add_argument(flag, type=meta["parse"], **kw)
+        elif isinstance(f.default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kw)
+        elif isinstance(f.default, tuple):
+            parser.add_argument(flag, type=str_list, **{"metavar": "LIST", **kw})
+        else:
+            parser.add_argument(flag, type=_value_type(cls, f), **kw)
+
+
+def settings_from(args: argparse.Namespace, cls, skip=()) -> dict:
+    """The fields of ``cls`` the user gave as flags."""
+    return {f.name: getattr(args, f.name) for f in fields(cls)
+            if f.name not in skip and getattr(args, f.name, None) is not None}
+
+
+# --------------------------------------------------------------------------- shared groups
+
+def add_run(p, what: str = "run folder", checkpoint: bool = True) -> None:
+    """RUN_DIR and where its model runs: ``--checkpoint`` (LSTM runs) and ``--device``."""
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help=what)
+    if checkpoint:
+        p.add_argument("--checkpoint", choices=["best", "last"], default=None,
+                       help="which checkpoint of an LSTM run: best by validation perplexity, "
+                       "or last (default: best, or last for a run stopped before its first "
+                       "validation)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="where to run the model (default: auto, a GPU if torch sees one)")
+
+
+def add_output(p, what: str, required: bool = True, json: str | None = None,
+               force: str = "overwrite existing output files") -> None:
+    """``--out`` (with ``what`` it is), ``--force`` and, if ``json`` says what, ``--json``."""
+    p.add_argument("--out", type=Path, required=required, metavar="PATH", help=what)
+    p.add_argument("--force", action="store_true", help=force)
+    if json:
+        p.add_argument("--json", action="store_true", help=json)
+
+
+def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
+    """A corpus read under the UNK rule, optionally with the words of a vector file."""
+    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
+    p.add_argument(*unk_flags, dest="unk_threshold", type=at_least(0), default=0, metavar="K",
+                   help="UNK rule: a word whose training count is below K becomes <unk> in "
+                   "every split (a word absent from train counts 0); 0 replaces nothing "
+                   "(default: 0)")
+    p.add_argument("--embeddings", type=Path, metavar="FILE",
+                   help=f"pretrained vectors (GloVe text, word2vec text/.bin, gensim .kv) "
+                   f"{embeddings_what}")
+    p.add_argument("--extend-vocab", action="store_true",
+                   help="add the words of --embeddings to the vocabulary (they have training "
+                   "count 0, so they stay words only when K=0): rare words the vectors cover "
+                   "are then predicted as words instead of <unk>")
+
+
+__all__ = ["add_corpus", "add_output", "add_run", "add_settings", "at_least", "comma_list",
+           "float_list", "int_list", "settings_from", "str_list"]

@@ -1,0 +1,83 @@
+"""The training loss: softmax cross-entropy over the vocabulary, optionally label-smoothed,
+fused so that a 100k-word softmax is cheap in time and memory.
+
+``ChunkedSoftmaxCE`` computes the logits ``h @ W.T + b`` in row chunks of at most
+``LOGIT_CHUNK_ELEMENTS`` values, takes one softmax per chunk and derives every gradient from it
+in the forward pass (d loss / d logits = softmax - target), so no chunk's logits are kept for
+backward and a large vocabulary never holds all its logits at once. Backward only scales the
+stored gradients. Matmuls run in the autocast dtype when autocast is on; the softmax and all
+accumulators are fp32.
+
+Label smoothing (Koehn 2020, 10.2.3): the target is (1 - eps) x the true word + eps x a prior
+over the vocabulary, uniform unless a prior (e.g. the training unigram distribution) is given.
+"""
+from __future__ import annotations
+
+import torch
+
+LOGIT_CHUNK_ELEMENTS = 1 << 26   # logits computed at once (256 MB of fp32)
+
+
+def lm_loss(model, output: torch.Tensor, targets: torch.Tensor, label_smoothing: float = 0.0,
+            prior: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean (label-smoothed) cross-entropy of ``model.decoder`` applied to ``output`` (..., d)
+    against ``targets`` (...); ``prior`` is the smoothing distribution (None: uniform)."""
+    flat, y = output.reshape(-1, output.size(-1)), targets.reshape(-1)
+    vocab = model.decoder.weight.size(0)
+    rows = max(1, LOGIT_CHUNK_ELEMENTS // vocab)
+    eps = float(label_smoothing)
+    target_prior = None
+    if eps:
+        target_prior = prior if prior is not None else flat.new_full((vocab,), 1.0 / vocab)
+    device = flat.device.type
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
+    total = ChunkedSoftmaxCE.apply(flat, model.decoder.weight, model.decoder.bias, y, eps,
+                                   target_prior, rows, dtype)
+    return total / y.numel()
+
+
+class ChunkedSoftmaxCE(torch.autograd.Function):
+    """Summed (label-smoothed) cross-entropy of ``h @ W.T + b``, chunk by chunk, with the
+    gradients of h, W and b computed in the forward pass from each chunk's softmax, then
+    scaled in backward. Matmuls run in ``dtype`` when given; softmax and sums are fp32."""
+
+    @staticmethod
+    def forward(ctx, h, weight, bias, y, eps, prior, rows, dtype):
+        need_h, need_w, need_b = ctx.needs_input_grad[:3]
+        mm = dtype or torch.float32
+        w = weight.to(mm)
+        gh = torch.empty(h.shape, dtype=torch.float32, device=h.device) if need_h else None
+        gw = torch.zeros(weight.shape, dtype=torch.float32, device=h.device) if need_w else None
+        gb = torch.zeros(bias.shape, dtype=torch.float32, device=h.device) if need_b else None
+        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        with torch.autocast(h.device.type, enabled=False):
+            for i in range(0, h.size(0), rows):
+                hc, yc = h[i:i + rows].to(mm), y[i:i + rows]
+                g = (hc @ w.t()).float()                  # logits
+                g += bias.float()                         # in place: 3x faster on CPU
+                g = torch.log_softmax(g, dim=-1)
+                loss = -(1 - eps) * g.gather(1, yc.unsqueeze(1)).sum()
+                if eps:
+                    loss = loss - eps * (g @ prior.float()).sum()
+                total += loss
+                g.exp_()                                  # softmax
+                g.scatter_add_(1, yc.unsqueeze(1), g.new_full((yc.numel(), 1), -(1 - eps)))
+                if eps:
+                    g -= eps * prior.float()
+                if need_b:
+                    gb += g.sum(0)
+                g = g.to(mm)
+                if need_h:
+                    gh[i:i + rows] = (g @ w).float()
+                if need_w:
+                    gw += (g.t() @ hc).float()
+        ctx.save_for_backward(*(t if t is not None else torch.empty(0) for t in (gh, gw, gb)))
+        ctx.dtypes = (h.dtype, weight.dtype, bias.dtype)
+        ctx.needs = (need_h, need_w, need_b)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads = [g.mul(grad).to(dt) if need else None
+                 for g, dt, need in zip(ctx.saved_tensors, ctx.dtypes, ctx.needs)]
+        return (*grads, None, None, None, None, None)

@@ -1,0 +1,344 @@
+"""The shape of the house: no import cycles, evaluation without the training loop, one run
+folder, one derivation of embedding roles, generated flags, and the trainer's pure pieces
+(learning-rate schedules, budget, --train-fraction) checked by hand."""
+import ast
+import csv
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import cli, write_corpus
+from lmlow.config import Config, EmbeddingRoles, build_config, preset_help, table1_configurations
+from lmlow.rundir import LSTM, NGRAM, RunDir
+
+ROOT = Path(__file__).parents[1]
+PACKAGE = ROOT / "lmlow"
+
+
+# --------------------------------------------------------------------------- imports
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every lmlow module -> the lmlow modules it imports anywhere (function-local imports
+    included: they hide cycles, they do not remove them)."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # `from lmlow.x import y`: y may itself be a module (lmlow.x.y)
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            deps |= {t for t in targets if t in modules and t != name}
+        graph[name] = deps
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state, stack = {}, []
+
+    def visit(n):
+        state[n] = "open"
+        stack.append(n)
+        for m in sorted(graph[n]):
+            if state.get(m) == "open":
+                return stack[stack.index(m):] + [m]
+            if m not in state and (c := visit(m)):
+                return c
+        state[n] = "done"
+        stack.pop()
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (c := visit(n)):
+            return c
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_in_lmlow():
+    graph = import_graph()
+    assert len(graph) > 20 and "lmlow.checkpoint" in graph["lmlow.runs"]
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def test_lower_modules_do_not_import_higher_ones():
+    graph = import_graph()
+    def reach(n, seen=None):
+        seen = set() if seen is None else seen
+        for m in graph[n] - seen:
+            seen.add(m)
+            reach(m, seen)
+        return seen
+    assert "lmlow.train" not in reach("lmlow.runs")          # evaluating never imports training
+    assert "lmlow.train" not in reach("lmlow.checkpoint")
+    for low in ("lmlow.files", "lmlow.errors", "lmlow.rundir", "lmlow.config"):
+        assert not reach(low) & {"lmlow.runs", "lmlow.train", "lmlow.cli", "lmlow.evaluate"}
+
+
+def test_opening_a_run_loads_no_training_code_and_keeps_the_global_rng(speech_corpus, tmp_path):
+    from lmlow.train import train
+
+    train(build_config("tiny", corpus=str(speech_corpus), max_epochs=0, threads=1),
+          tmp_path / "r", quiet=True)
+    code = ("import sys, torch, lmlow\n"
+            "torch.manual_seed(123); before = torch.get_rng_state()\n"
+            f"run = lmlow.load({str(tmp_path / 'r')!r})\n"
+            "assert torch.equal(before, torch.get_rng_state()), 'load() reseeded torch'\n"
+            "assert 'lmlow.train' not in sys.modules, 'load() imported the training loop'\n"
+            "print(type(run).__name__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "LSTMRun", r.stderr
+
+
+def test_every_model_is_a_scorer():
+    from lmlow.evaluate import Scorer
+    from lmlow.ngram import NgramRun
+    from lmlow.runs import InterpolatedRun, LSTMRun
+
+    for cls in (LSTMRun, NgramRun, InterpolatedRun):
+        assert issubclass(cls, Scorer)
+        assert "evaluate" not in cls.__dict__ and "score" not in cls.__dict__   # written once
+    with pytest.raises(TypeError):
+        Scorer()                                                                 # abstract
+
+
+def test_no_run_file_name_outside_rundir():
+    """Only RunDir knows the run folder's file names."""
+    names = ['"best.pt"', '"last.pt"', '"summary.json"', '"metrics.jsonl"', '"frequency.jsonl"',
+             "/ \"config.json\"", "/ \"vocab.txt\""]
+    offenders = [(p.name, n) for p in PACKAGE.rglob("*.py") if p.name != "rundir.py"
+                 for n in names if n in p.read_text()]
+    assert not offenders, offenders
+
+
+# --------------------------------------------------------------------------- run folder
+
+def test_run_folder_kinds_and_clear(tmp_path):
+    run = RunDir(tmp_path / "r")
+    assert run.kind is None and run.is_empty() and not run.finished
+    run.create()
+    run.last.write_bytes(b"x")
+    assert run.kind == LSTM and run.default_checkpoint() == "last"
+    run.config.write_text(json.dumps({"kind": "ngram"}))
+    assert run.kind == NGRAM
+    (run.path / "notes.txt").write_text("mine")        # the user's file
+    for f in (run.frequency_file, run.metrics_file, run.summary_file, run.path / "best.pt.tmp42"):
+        f.write_text("{}")
+    run.analysis_dir.mkdir()
+    run.clear()
+    assert sorted(p.name for p in run.path.iterdir()) == ["notes.txt"]
+
+
+def test_force_retrain_leaves_no_stale_frequency_curves(speech_corpus, tmp_path):
+    """Issue found by a maintainer: --force kept the old frequency.jsonl, so analyze plotted
+    the previous run's curves."""
+    from lmlow.train import train
+
+    cfg = build_config("tiny", corpus=str(speech_corpus), max_steps=9, threads=1,
+                       track_frequency=True)
+    train(cfg, tmp_path / "r", quiet=True)
+    steps = [r["step"] for r in RunDir(tmp_path / "r").frequency()]
+    assert steps[:5] == [0, 1, 2, 4, 8]
+    cfg.track_frequency = False
+    train(cfg, tmp_path / "r", force=True, quiet=True)
+    assert RunDir(tmp_path / "r").frequency() == []
+
+
+def test_ngram_force_over_an_lstm_run_leaves_no_checkpoint(speech_corpus, tmp_path):
+    """An n-gram written over an LSTM run with --force must not leave the LSTM's best.pt."""
+    from lmlow.ngram import train_ngram
+    from lmlow.train import train
+
+    train(build_config("tiny", corpus=str(speech_corpus), max_epochs=0, threads=1),
+          tmp_path / "r", quiet=True)
+    train_ngram(speech_corpus, tmp_path / "r", order=3, force=True, quiet=True)
+    run = RunDir(tmp_path / "r")
+    assert run.kind == NGRAM and run.finished and not run.best.exists()
+
+
+# --------------------------------------------------------------------------- roles and flags
+
+def test_roles_reproduce_the_committed_table1_names_and_columns():
+    """The folder names and report columns that the earlier code wrote (committed under
+    experiments/table1) come out of the one EmbeddingRoles derivation."""
+    sweep = ROOT / "experiments" / "table1" / "pydocs-mini"
+    names = {p.name.removesuffix(".seed1") for p in sweep.glob("*.seed1")}
+    slugs = {EmbeddingRoles.of(s).slug() for s in table1_configurations()}
+    assert len(slugs) == 20 and slugs == names
+    with open(sweep / "results.csv") as f:
+        rows = {r["configuration"]: r for r in csv.DictReader(f)}
+    for name in names:
+        cfg = json.loads((sweep / f"{name}.seed1" / "config.json").read_text())
+        cols = EmbeddingRoles.of(Config(**cfg)).columns()
+        assert cols == {k: rows[name][k] for k in cols}, name
+        assert EmbeddingRoles.of(cfg) == EmbeddingRoles.of(Config(**cfg))
+
+
+def test_describe_in_the_papers_terms():
+    c = Config(tie=False, freeze_input=True, init=("glove", "unigram"), embeddings="v")
+    assert c.describe() == "untied: input pretrained, frozen; output random; unigram bias"
+    assert Config(tie=True, freeze_output=True).describe() == "tied (random, frozen)"
+
+
+def test_preset_help_is_generated_from_the_presets():
+    text = preset_help()
+    assert "small:" in text and "LSTM 400+200" in text and "2x650" not in text
+    assert "paper:" in text and "LSTM 1150+1150+400" in text
+
+
+def test_every_config_field_is_a_train_flag_with_its_default(capsys):
+    from lmlow.cli import build_parser
+
+    help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
+    for f in Config.__dataclass_fields__.values():
+        if f.name not in ("corpus", "preset"):
+            assert "--" + f.name.replace("_", "-") in help_text, f.name
+    code, _, err = cli("train", "x", "--out", "y", "--tie", "maybe", capsys=capsys)
+    assert code == 2 and "--tie" in err and "yes or no" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["stats", "C", "--thresholds", "1,x"], "--thresholds"),
+    (["sweep", "C", "--grid", "six", "--out", "o", "--seeds", "1,a"], "--seeds"),
+    (["sweep", "C", "--grid", "unk", "--out", "o", "--values", "a,b"], "--values"),
+    (["sweep", "C", "--grid", "datasize", "--out", "o", "--values", "half"], "--values"),
+    (["bias-sweep", "R", "--lambdas", "1,1"], "--lambdas"),
+    (["embed", "t.txt", "--out", "v.txt", "--dim", "many"], "--dim"),
+    (["ngram", "C", "--out", "o", "--order", "five"], "--order"),
+    (["eval", "R", "--batch-size", "0"], "--batch-size"),
+])
+def test_bad_list_and_number_flags_are_one_line(argv, flag, tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "c", "a b c\n" * 10, "a b\n", "b c\n")
+    argv = [str(corpus) if a == "C" else str(tmp_path / "run") if a == "R" else a for a in argv]
+    code, _, err = cli(*argv, capsys=capsys)
+    assert code in (1, 2) and flag in err and err.count("\n") == 1, err
+
+
+# --------------------------------------------------------------------------- trainer pieces
+
+def test_learning_rate_for_every_schedule_by_hand():
+    from lmlow.train import learning_rate
+
+    cfg = Config(bptt=70, schedule="none")
+    assert learning_rate(cfg, 30.0, step=5, seq=35, used=0.5) == 15.0      # seq / bptt
+    cos = Config(bptt=10, schedule="cosine")
+    assert learning_rate(cos, 2.0, 0, 10, used=0.0) == 2.0
+    assert learning_rate(cos, 2.0, 0, 10, used=0.5) == pytest.approx(1.0)
+    assert learning_rate(cos, 2.0, 0, 10, used=0.25) == pytest.approx(1 + math.cos(math.pi / 4))
+    assert learning_rate(cos, 2.0, 0, 10, used=1.5) == pytest.approx(0.0)   # capped at the end
+    warm = Config(bptt=10, warmup_steps=4)
+    assert [learning_rate(warm, 1.0, s, 10, 0.0) for s in range(6)] == [0.25, 0.5, 0.75, 1, 1, 1]
+
+
+def test_step_and_plateau_decay_by_hand():
+    from lmlow.train import decayed_rate
+
+    step = Config(schedule="step", step_size=2, gamma=0.5)
+    rates, lr = [], 8.0
+    for epoch in range(1, 6):
+        lr = decayed_rate(step, lr, epoch, improved=True)
+        rates.append(lr)
+    assert rates == [8, 4, 4, 2, 2]
+    plateau = Config(schedule="plateau", gamma=0.1)
+    assert decayed_rate(plateau, 1.0, 3, improved=True) == 1.0
+    assert decayed_rate(plateau, 1.0, 3, improved=False) == pytest.approx(0.1)
+    assert decayed_rate(Config(schedule="none"), 1.0, 2, improved=False) == 1.0
+    assert decayed_rate(Config(schedule="cosine"), 1.0, 2, improved=False) == 1.0
+
+
+def test_budget_used_and_spent():
+    from lmlow.train import budget_spent, budget_used
+
+    c = Config(max_epochs=10, max_steps=100, max_time=2.0)
+    assert budget_used(c, epochs=1.0, steps=50, seconds=30) == 0.5       # steps lead
+    assert budget_used(c, epochs=8.0, steps=50, seconds=30) == 0.8       # epochs lead
+    assert budget_used(c, epochs=1.0, steps=10, seconds=90) == 0.75      # time leads
+    assert budget_spent(c, 9, 99, 119) is None
+    assert budget_spent(c, 10, 0, 0) == "epochs"
+    assert budget_spent(c, 0, 100, 0) == "steps"
+    assert budget_spent(c, 0, 0, 121) == "time"
+    assert budget_spent(Config(max_epochs=5), 4, 10 ** 9, 10 ** 9) is None   # 0 = no limit
+
+
+def test_train_fraction_keeps_whole_lines(tmp_path):
+    from lmlow.errors import LmlowError
+    from lmlow.train import Trainer, head_fraction
+
+    ids = np.array([5, 6, 0, 7, 0, 8, 9, 9, 0, 4, 0])           # eos = 0
+    assert head_fraction(ids, 1.0, 0) is ids
+    assert head_fraction(ids, 0.5, 0).tolist() == [5, 6, 0, 7, 0]   # cut at 5 tokens, line end
+    assert head_fraction(ids, 0.8, 0).tolist() == [5, 6, 0, 7, 0]   # 8 tokens: a line is cut
+    assert head_fraction(ids, 0.9, 0).tolist() == [5, 6, 0, 7, 0, 8, 9, 9, 0]
+    with pytest.raises(LmlowError, match="no complete training line"):
+        head_fraction(ids, 0.1, 0)
+    corpus = write_corpus(tmp_path / "c", "".join(f"w{i} x y\n" for i in range(40)), "x y\n", "y x\n")
+    full = Trainer(build_config("tiny", corpus=str(corpus), threads=1), tmp_path / "a", quiet=True)
+    part = Trainer(build_config("tiny", corpus=str(corpus), threads=1, train_fraction=0.25),
+                   tmp_path / "b", quiet=True)
+    assert len(full.train_ids) == 160 and len(part.train_ids) == 40
+    assert full.vocab.words == part.vocab.words            # the vocabulary is the whole split's
+
+
+def test_config_json_is_what_was_built(speech_corpus, tmp_path):
+    """The vectors' size fixes the input size: config.json must say so, and rebuilding the
+    model from config.json alone gives the checkpoint's shapes."""
+    from lmlow.checkpoint import build_model, load_checkpoint
+    from lmlow.data.vocab import Vocabulary
+    from lmlow.train import train
+
+    words = (speech_corpus / "train.txt").read_text().split()[:50]
+    vec = tmp_path / "v.txt"
+    rng = np.random.default_rng(0)
+    vec.write_text("".join(f"{w} " + " ".join(f"{x:.4f}" for x in rng.normal(size=12)) + "\n"
+                           for w in dict.fromkeys(words)))
+    cfg = build_config("tiny", corpus=str(speech_corpus), embeddings=str(vec), tie=False,
+                       init="glove", max_epochs=0, threads=1)
+    assert cfg.emb_size == 32
+    train(cfg, tmp_path / "r", quiet=True)
+    saved = Config.load(RunDir(tmp_path / "r").config)
+    assert saved.emb_size == 12 and saved.out_size in (None, 12)
+    ck = load_checkpoint(RunDir(tmp_path / "r").best)
+    rebuilt, _ = build_model(Config(**{**saved.to_dict(), "init": ["random"], "embeddings": None}),
+                             Vocabulary.load(RunDir(tmp_path / "r").vocab))
+    assert {k: v.shape for k, v in rebuilt.state_dict().items()} == \
+        {k: v.shape for k, v in ck["model"].items()}
+
+
+# --------------------------------------------------------------------------- evaluation
+
+@pytest.mark.parametrize("batch_size, bptt, reset", [(1, 35, False), (4, 7, False), (7, 100, False),
+                                                     (1, 70, True), (5, 3, True)])
+def test_every_token_is_scored_exactly_once(batch_size, bptt, reset):
+    from lmlow.evaluate import lstm_outputs
+    from lmlow.model import AWDLSTM
+
+    torch.manual_seed(0)
+    m = AWDLSTM(30, 8, 8, 2, 8, tie=True)
+    rng = np.random.default_rng(1)
+    ids = rng.integers(1, 30, 400)
+    ids[rng.random(400) < 0.1] = 0
+    ids[-1] = 0
+    positions, targets = [], []
+    for _, y, pos in lstm_outputs(m, ids, 0, batch_size, bptt, reset):
+        positions += pos.tolist()
+        targets += y.tolist()
+    assert np.bincount(positions, minlength=len(ids)).tolist() == [1] * len(ids)
+    assert [t for _, t in sorted(zip(positions, targets))] == ids.tolist()
