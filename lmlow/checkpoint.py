@@ -39,6 +39,9 @@ def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
         return torch.bfloat16 if amx else None
     if name == "fp16" and device.type != "cuda":
         raise LmlowError("--precision fp16 needs a CUDA device; use bf16 on a CPU")
+    if name == "bf16" and device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        raise LmlowError("--precision bf16: this CPU has no bf16 support (AVX-512 BF16 or AMX); "
+                         "use fp32")
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
 

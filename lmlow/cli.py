@@ -27,13 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     ap.add_argument("--version", action="version", version=f"lmlow {_version()}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_data_commands, _model_commands, _analysis_commands):
+    for add in COMMANDS:
         add(sub)
     return ap
 
 
-def _data_commands(sub) -> None:
-    """prepare, vocab, unk, stats, embed, neighbours."""
+def _prepare_parser(sub) -> None:
     p = sub.add_parser("prepare", help="raw text or documents -> corpus folder (train/valid/test.txt)",
                        description="Tokenise and normalise raw text and split it by document into "
                        "OUT/train.txt, valid.txt, test.txt (one paragraph per line, tokens "
@@ -74,6 +73,8 @@ def _data_commands(sub) -> None:
                    help="write everything to the single file --out (e.g. a pretraining text)")
     p.set_defaults(func=cmd_prepare)
 
+
+def _vocab_parser(sub) -> None:
     p = sub.add_parser("vocab", help="build the vocabulary of a corpus (train split only)",
                        description="Build the vocabulary from the training split only, with the "
                        "UNK rule, optionally extended with embedding words. Order: count "
@@ -84,6 +85,8 @@ def _data_commands(sub) -> None:
     p.add_argument("--counts", action="store_true", help="write 'word<TAB>count' lines")
     p.set_defaults(func=cmd_vocab)
 
+
+def _unk_parser(sub) -> None:
     p = sub.add_parser("unk", help="write a copy of a corpus with the UNK rule applied",
                        description="Write OUT/train.txt, valid.txt, test.txt with every word "
                        "whose training count is below K replaced by <unk> (and words in no "
@@ -93,6 +96,8 @@ def _data_commands(sub) -> None:
     add_output(p, "output corpus folder", json="print the per-split UNK report as JSON")
     p.set_defaults(func=cmd_unk)
 
+
+def _stats_parser(sub) -> None:
     p = sub.add_parser("stats", help="rare-word statistics, UNK/OOV rates, embedding coverage",
                        description="Rare-word statistics of a corpus (Kummerfeld et al. 2020, "
                        "Table 4: %% of types/tokens occurring five times or fewer), the share of "
@@ -106,6 +111,8 @@ def _data_commands(sub) -> None:
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
     p.set_defaults(func=cmd_stats)
 
+
+def _embed_parser(sub) -> None:
     p = sub.add_parser("embed", help="train in-domain GloVe vectors on text",
                        description="Train GloVe word vectors with Stanford's GloVe tools "
                        "(co-occurrence counts with 1/distance weighting in a symmetric window, "
@@ -124,6 +131,8 @@ def _data_commands(sub) -> None:
     add_settings(p.add_argument_group("GloVe settings"), GloveConfig)
     p.set_defaults(func=cmd_embed)
 
+
+def _neighbours_parser(sub) -> None:
     p = sub.add_parser("neighbours", aliases=["neighbors"], help="nearest neighbours of words",
                        description="Print the nearest neighbours (cosine similarity) of each "
                        "WORD in a vector file: a quick look at whether vectors make sense.")
@@ -134,8 +143,10 @@ def _data_commands(sub) -> None:
     p.set_defaults(func=cmd_neighbours)
 
 
-def _model_commands(sub) -> None:
     """train, ngram, eval, score, sweep, report."""
+
+
+def _train_parser(sub) -> None:
     from lmlow.config import PRESETS, preset_help
 
     p = sub.add_parser("train", help="train an AWD-LSTM language model into a run folder",
@@ -156,6 +167,8 @@ def _model_commands(sub) -> None:
     _add_config_args(p)
     p.set_defaults(func=cmd_train)
 
+
+def _ngram_parser(sub) -> None:
     p = sub.add_parser("ngram", help="train a KenLM modified Kneser-Ney n-gram baseline",
                        description="Estimate a modified Kneser-Ney n-gram model with KenLM's "
                        "lmplz on CORPUS/train.txt into --out RUN_DIR (model.arpa, model.bin, "
@@ -172,6 +185,8 @@ def _model_commands(sub) -> None:
     add_settings(p, NgramOptions)
     p.set_defaults(func=cmd_ngram)
 
+
+def _eval_parser(sub) -> None:
     p = sub.add_parser("eval", help="perplexity of a run on a split (incl./excl. <unk>, by frequency)",
                        description="Perplexity of RUN_DIR's best model on a split: every token "
                        "scored once (the first from a start-of-text <eos>), <eos> counted, "
@@ -194,6 +209,8 @@ def _model_commands(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_eval)
 
+
+def _score_parser(sub) -> None:
     p = sub.add_parser("score", help="per-word log-probabilities of the sentences of a file",
                        description="Score every line of FILE (tokenised like the corpus) as a "
                        "sentence from a fresh state, like KenLM's full_scores: one JSON object "
@@ -202,6 +219,10 @@ def _model_commands(sub) -> None:
     add_run(p)
     p.add_argument("file", type=Path, help="text file, one sentence per line")
     p.set_defaults(func=cmd_score)
+
+
+def _sweep_parser(sub) -> None:
+    from lmlow.config import PRESETS
 
     p = sub.add_parser("sweep", help="train a grid of configurations (one run folder each)",
                        description="Train every configuration of a grid, for each seed, as "
@@ -237,6 +258,8 @@ def _model_commands(sub) -> None:
     _add_config_args(p, skip=("embeddings", "seed"))
     p.set_defaults(func=cmd_sweep)
 
+
+def _report_parser(sub) -> None:
     p = sub.add_parser("report", help="results table and learning curves of a sweep",
                        description="Write SWEEP_DIR/results.md, results.csv and results.json (one "
                        "row per configuration: its embedding roles, parameters, valid/test "
@@ -249,8 +272,10 @@ def _model_commands(sub) -> None:
     p.set_defaults(func=cmd_report)
 
 
-def _analysis_commands(sub) -> None:
     """analyze, compare, generate, bias-sweep."""
+
+
+def _analyze_parser(sub) -> None:
     p = sub.add_parser("analyze", help="how an LSTM run's output bias carries word frequency",
                        description="Frequency analyses of RUN_DIR's best model on a split, written "
                        "to OUT/analysis.json with PNG plots: Spearman and Pearson correlation of "
@@ -277,6 +302,8 @@ def _analysis_commands(sub) -> None:
     p.add_argument("--corpus", type=Path, help="read the split from another corpus folder")
     p.set_defaults(func=cmd_analyze)
 
+
+def _compare_parser(sub) -> None:
     p = sub.add_parser("compare", help="learning efficiency of runs: area under the learning curve",
                        description="Compare the validation learning curves (metrics.jsonl) of "
                        "runs: the area under the curve by the trapezoidal rule divided by the "
@@ -305,6 +332,8 @@ def _analysis_commands(sub) -> None:
     p.add_argument("--force", action="store_true", help="overwrite files in --out")
     p.set_defaults(func=cmd_compare)
 
+
+def _generate_parser(sub) -> None:
     p = sub.add_parser("generate", help="sample text from an LSTM run",
                        description="Sample text from RUN_DIR's best model: the next-word "
                        "distribution is softmax((W h + LAMBDA b) / T) with b the output bias, "
@@ -329,6 +358,8 @@ def _analysis_commands(sub) -> None:
                    help="print one JSON object per sample (sample, seed, tokens, text)")
     p.set_defaults(func=cmd_generate)
 
+
+def _bias_sweep_parser(sub) -> None:
     p = sub.add_parser("bias-sweep", help="diversity and perplexity as the output bias is scaled",
                        description="Kobayashi et al. (2023) Table 2 for an LSTM run: for each "
                        "LAMBDA, sample --samples texts of --words tokens with logits W h + LAMBDA "
@@ -355,6 +386,9 @@ def _analysis_commands(sub) -> None:
     add_output(p, "output folder (default: RUN_DIR/bias-sweep)", required=False,
                json="print the result as JSON", force="overwrite an earlier sweep in --out")
     p.set_defaults(func=cmd_bias_sweep)
+
+
+COMMANDS = (_prepare_parser, _vocab_parser, _unk_parser, _stats_parser, _embed_parser, _neighbours_parser, _train_parser, _ngram_parser, _eval_parser, _score_parser, _sweep_parser, _report_parser, _analyze_parser, _compare_parser, _generate_parser, _bias_sweep_parser)
 
 
 def _add_config_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
@@ -466,40 +500,12 @@ def cmd_unk(args) -> None:
 
 def cmd_stats(args) -> None:
     from lmlow.data.corpus import count_words
-    from lmlow.data.stats import corpus_stats
+    from lmlow.data.stats import corpus_stats, format_stats
 
     corpus, words = _corpus(args)
     pretrain = count_words(args.pretrain) if args.pretrain else None
     stats = corpus_stats(corpus, pretrain, words, args.thresholds)
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
-
-
-def format_stats(s: dict) -> str:
-    from lmlow.tables import markdown
-
-    out = [f"# {s['corpus']} (K={s['unk_threshold']}, vocabulary {s['vocabulary_size']})", ""]
-    out.append(markdown(["split", "lines", "words", "types", "literal <unk>"],
-                        [[k, v["lines"], v["words"], v["types"], v["literal_unk"]]
-                         for k, v in s["sizes"].items()]))
-    t4 = s["table4"]
-    cols = [c for c in ("train", "pretrain", "train_in_pretrain") if c in t4]
-    out += ["", "Rare words (% occurring five times or fewer; Table 4):", ""]
-    out.append(markdown(["", *[f"{c} {u}" for c in cols for u in ("types", "tokens")]],
-                        [["%", *[t4[c][k] for c in cols for k in ("types_pct", "tokens_pct")]]]))
-    out += ["", "Share replaced by the UNK rule, % (Table 3):", ""]
-    rows = [[f"K={k}", *[v[sp][m] for sp in ("train", "valid", "test") for m in ("types_pct", "tokens_pct")]]
-            for k, v in s["unk_rule"].items()]
-    out.append(markdown(["", "train types", "train tokens", "valid types", "valid tokens",
-                         "test types", "test tokens"], rows))
-    out += ["", "Out of vocabulary (read as <unk>), %:", ""]
-    out.append(markdown(["split", "types", "tokens"],
-                        [[sp, v["types_pct"], v["tokens_pct"]] for sp, v in s["oov"].items()]))
-    if "embedding_coverage" in s:
-        out += ["", "Coverage by the embeddings, %:", ""]
-        out.append(markdown(["", "types", "tokens"], [[k, v["types_pct"], v["tokens_pct"]]
-                                                     for k, v in s["embedding_coverage"].items()]))
-        out.append(f"\n{s['embedding_only_words']} embedding words do not occur in train")
-    return "\n".join(out)
 
 
 def cmd_embed(args) -> None:

@@ -136,9 +136,10 @@ def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bpt
 
     Default: the state is carried across lines, as in training. The stream is cut into
     ``batch_size`` contiguous pieces scored side by side; each piece after the first is run
-    over the ``context`` tokens before it first (unscored), so the numbers do not depend on
-    batch size or BPTT length beyond float rounding. ``reset_lines``: every line starts from a
-    fresh state after ``<eos>``, as an n-gram model sees it.
+    first (unscored) over at least the ``context`` tokens before it, from the start of a line,
+    so the numbers agree with one unbroken pass to float rounding (tested per token).
+    ``reset_lines``: every line starts from a fresh state after ``<eos>``, as an n-gram model
+    sees it.
     """
     import torch
     import torch.nn.functional as F
@@ -176,11 +177,24 @@ def lstm_outputs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bptt
     else:
         b = max(1, min(batch_size, n // max(1, bptt)))
         bounds = np.linspace(0, n, b + 1).astype(np.int64)
-        groups = [[(max(0, s - context), s, e) for s, e in zip(bounds[:-1], bounds[1:])]]
+        starts = np.concatenate([[0], np.flatnonzero(ids == eos_id) + 1])   # line starts
+        groups = [[(_warm_up_start(starts, s, context), s, e)
+                   for s, e in zip(bounds[:-1], bounds[1:])]]
     model.eval()
     device = device or next(model.parameters()).device
     for group in groups:
         yield from _group_outputs(model, full, group, bptt, device)
+
+
+def _warm_up_start(line_starts: np.ndarray, start: int, context: int) -> int:
+    """Where the unscored warm-up of a piece scored from ``start`` begins: at the start of the
+    line holding token ``start - context``, so that, like the whole stream, it starts from a
+    fresh state right after an ``<eos>``. (A fresh state in mid-line can put a trained LSTM in
+    a state it never leaves; measured: 16 nats per token off for a whole piece.)"""
+    if start == 0:
+        return 0
+    i = np.searchsorted(line_starts, max(0, start - context), side="right") - 1
+    return int(line_starts[i])
 
 
 def _group_outputs(model, full, group, bptt, device):

@@ -32,7 +32,7 @@ def lm_loss(model, output: torch.Tensor, targets: torch.Tensor, label_smoothing:
     device = flat.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
     total = ChunkedSoftmaxCE.apply(flat, model.decoder.weight, model.decoder.bias, y, eps,
-                                   target_prior, rows, dtype)
+                                   target_prior, rows, dtype, torch.is_grad_enabled())
     return total / y.numel()
 
 
@@ -42,8 +42,9 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
     scaled in backward. Matmuls run in ``dtype`` when given; softmax and sums are fp32."""
 
     @staticmethod
-    def forward(ctx, h, weight, bias, y, eps, prior, rows, dtype):
-        need_h, need_w, need_b = ctx.needs_input_grad[:3]
+    def forward(ctx, h, weight, bias, y, eps, prior, rows, dtype, grads=True):
+        # under torch.no_grad() only the loss is wanted: skip the gradient work
+        need_h, need_w, need_b = (n and grads for n in ctx.needs_input_grad[:3])
         mm = dtype or torch.float32
         w = weight.to(mm)
         gh = torch.empty(h.shape, dtype=torch.float32, device=h.device) if need_h else None
@@ -80,4 +81,4 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
     def backward(ctx, grad):
         grads = [g.mul(grad).to(dt) if need else None
                  for g, dt, need in zip(ctx.saved_tensors, ctx.dtypes, ctx.needs)]
-        return (*grads, None, None, None, None, None)
+        return (*grads, None, None, None, None, None, None)

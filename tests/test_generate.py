@@ -1,6 +1,5 @@
 """Sampling with a scaled output bias, and Kobayashi et al.'s bias sweep."""
 import json
-import math
 
 import pytest
 from conftest import cli

@@ -23,14 +23,48 @@ def gap(kv) -> float:
             - np.mean([kv.similarity(a, b) for a, b in UNRELATED]))
 
 
+def null_gaps(draws: int = 1000, dim: int = 50, seed: int = 0) -> np.ndarray:
+    """gap() for ``draws`` independent sets of random N(0, 1) vectors for the words involved
+    (vectorised cosines): what the margin looks like when the vectors know nothing."""
+    words = sorted({w for pairs in (RELATED, UNRELATED) for pair in pairs for w in pair})
+    at = {w: i for i, w in enumerate(words)}
+    v = np.random.default_rng(seed).normal(size=(draws, len(words), dim))
+    v /= np.linalg.norm(v, axis=-1, keepdims=True)
+
+    def mean_cos(pairs):
+        a, b = (np.array([at[p[k]] for p in pairs]) for k in (0, 1))
+        return np.einsum("npd,npd->np", v[:, a], v[:, b]).mean(axis=1)
+
+    return mean_cos(RELATED) - mean_cos(UNRELATED)
+
+
+def test_null_margin_of_random_vectors_is_centred_on_zero():
+    """The null distribution itself: random vectors give margins around 0 (sd about
+    sqrt(2/10) / sqrt(50) = 0.063 for 10 + 10 pairs of 50-d vectors), so a trained margin
+    must be well clear of it to count."""
+    null = null_gaps()
+    assert abs(null.mean()) < 0.01 and 0.04 < null.std() < 0.09
+
+
 @pytest.mark.slow
 def test_trained_vectors_put_related_words_closer(tmp_path):
-    kv, rep = train_glove([PRETRAIN], GloveConfig(dim=50, epochs=10, threads=2), show_progress=False)
+    kv, rep = train_glove([PRETRAIN], GloveConfig(dim=50, epochs=15, threads=2), show_progress=False)
     assert rep.tokens == 778411 and "<unk>" in kv.key_to_index
-    assert gap(kv) > 0.05
-    random_kv = kv.__class__(50)
-    random_kv.add_vectors(kv.index_to_key, np.random.default_rng(0).normal(size=kv.vectors.shape))
-    assert abs(gap(random_kv)) < 0.05          # the same test fails for random vectors
+    # The margin must beat random vectors: it is compared with the 99.9th percentile of the
+    # margins of 1000 draws of random Gaussian 50-d vectors for the same 20 pairs (so random
+    # vectors reach it in at most 1 draw in 1000). Measured on the 2-core dev machine
+    # (Stanford GloVe built by make install, 15 s): trained margin 0.338-0.340 over runs; null
+    # 99.9th percentile 0.197 (null mean 0.002, sd 0.062; no draw of 1000 reaches 0.338).
+    # With the 10 epochs this test used before, the margin was only 0.157-0.160: 6 of 1000
+    # random draws reached it (p ~ 0.006), so 10 epochs did not pass this bar; 15 epochs (the
+    # demo's setting) do, at no extra time (20 epochs: 0.417, 25: 0.443).
+    trained = gap(kv)
+    null = null_gaps(dim=kv.vector_size)
+    q999 = float(np.quantile(null, 0.999))
+    beaten = int((null >= trained).sum())
+    assert trained > q999 and beaten <= 1, (
+        f"trained margin {trained:.4f} does not beat random vectors: null 99.9th percentile "
+        f"{q999:.4f}, {beaten} of {len(null)} random draws reach it")
     paths = save_vectors(kv, tmp_path / "v.txt")
     for p in paths:
         again = load_vectors(p)

@@ -115,6 +115,8 @@ def test_time_budget_keeps_the_partial_epoch(speech_corpus, tmp_path):
 
 
 def test_asgd_evaluates_and_saves_averaged_weights(speech_corpus, tmp_path):
+    """The averaging context and ASGD state across a resume (the switch itself, from
+    validation, is tested in test_behaviour.py)."""
     from lmlow.train import Trainer
 
     t = Trainer(cfg_for(speech_corpus, optimizer="sgd", lr=1.0, max_steps=6, max_epochs=1),

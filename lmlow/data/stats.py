@@ -92,3 +92,32 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
         out["embedding_coverage"]["vocabulary"] = coverage(Counter({w: 1 for w in vocab.words if w != EOS}), known)
         out["embedding_only_words"] = sum(1 for w in known if w not in train)
     return out
+
+
+def format_stats(s: dict) -> str:
+    """The report of ``lmlow stats`` as Markdown tables."""
+    from lmlow.tables import markdown
+
+    out = [f"# {s['corpus']} (K={s['unk_threshold']}, vocabulary {s['vocabulary_size']})", ""]
+    out.append(markdown(["split", "lines", "words", "types", "literal <unk>"],
+                        [[k, v["lines"], v["words"], v["types"], v["literal_unk"]]
+                         for k, v in s["sizes"].items()]))
+    t4 = s["table4"]
+    cols = [c for c in ("train", "pretrain", "train_in_pretrain") if c in t4]
+    out += ["", "Rare words (% occurring five times or fewer; Table 4):", ""]
+    out.append(markdown(["", *[f"{c} {u}" for c in cols for u in ("types", "tokens")]],
+                        [["%", *[t4[c][k] for c in cols for k in ("types_pct", "tokens_pct")]]]))
+    out += ["", "Share replaced by the UNK rule, % (Table 3):", ""]
+    rows = [[f"K={k}", *[v[sp][m] for sp in ("train", "valid", "test") for m in ("types_pct", "tokens_pct")]]
+            for k, v in s["unk_rule"].items()]
+    out.append(markdown(["", "train types", "train tokens", "valid types", "valid tokens",
+                         "test types", "test tokens"], rows))
+    out += ["", "Out of vocabulary (read as <unk>), %:", ""]
+    out.append(markdown(["split", "types", "tokens"],
+                        [[sp, v["types_pct"], v["tokens_pct"]] for sp, v in s["oov"].items()]))
+    if "embedding_coverage" in s:
+        out += ["", "Coverage by the embeddings, %:", ""]
+        out.append(markdown(["", "types", "tokens"], [[k, v["types_pct"], v["tokens_pct"]]
+                                                     for k, v in s["embedding_coverage"].items()]))
+        out.append(f"\n{s['embedding_only_words']} embedding words do not occur in train")
+    return "\n".join(out)

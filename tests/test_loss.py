@@ -1,0 +1,236 @@
+"""The fused, chunked softmax cross-entropy (lmlow.loss.lm_loss) against an independent
+reference: plain autograd through ``torch.nn.functional.cross_entropy`` / ``log_softmax`` in
+float64. Every test checks the loss and every gradient (output h, decoder weight, decoder
+bias); none compares lm_loss with itself.
+
+The fused loss computes its matmuls and softmax in float32 (by design, see its docstring), so
+float32 inputs are compared with the float64 reference at atol/rtol 1e-5; the logits are made
+large and varied (weights ~N(0, 0.5^2), bias ~N(0, 1)) so that a wrong target, prior or
+scaling moves the numbers far beyond that tolerance.
+"""
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import lmlow.loss
+from lmlow.loss import lm_loss
+from lmlow.model import AWDLSTM
+
+V, D = 97, 8          # vocabulary and output size (V != D, so logit tensors are recognisable)
+T, B = 6, 5           # 30 target positions
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def untied(seed=0, vocab=V, d=D):
+    torch.manual_seed(seed)
+    m = AWDLSTM(vocab, d, 12, 1, d, tie=False)
+    with torch.no_grad():   # varied logits: the default init gives an almost uniform softmax
+        m.decoder.weight.normal_(0, 0.5)
+        m.decoder.bias.normal_(0, 1.0)
+    return m
+
+
+def inputs(seed=1, vocab=V):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(T, B, D, generator=g) * 2
+    y = torch.randint(0, vocab, (T, B), generator=g)
+    y[0, :3] = 5            # repeated targets inside one chunk (scatter/gather must add up)
+    return h, y
+
+
+def unigram_prior(vocab=V, seed=2):
+    g = torch.Generator().manual_seed(seed)
+    counts = torch.randint(0, 50, (vocab,), generator=g).double() ** 2 + 1
+    return counts / counts.sum()   # skewed, far from uniform
+
+
+def reference(h, weight, bias, y, eps, prior, scale=1.0):
+    """(loss, dh, dW, db) of scale * mean smoothed CE, by float64 autograd on F.*."""
+    h = h.detach().double().requires_grad_(True)     # same shape as the input: (T, B, d)
+    w = weight.detach().double().requires_grad_(True)
+    b = bias.detach().double().requires_grad_(True)
+    logits = h.reshape(-1, h.size(-1)) @ w.t() + b
+    y = y.reshape(-1)
+    if eps == 0:
+        loss = F.cross_entropy(logits, y)
+    elif prior is None:
+        loss = F.cross_entropy(logits, y, label_smoothing=eps)
+    else:
+        logp = F.log_softmax(logits, dim=-1)
+        nll = -logp.gather(1, y.unsqueeze(1)).squeeze(1)
+        smooth = -(prior.double() * logp).sum(-1)
+        loss = ((1 - eps) * nll + eps * smooth).mean()
+    (scale * loss).backward()
+    return loss.detach(), h.grad, w.grad, b.grad
+
+
+def fused(model, h, y, eps, prior, scale=1.0):
+    """(loss, dh, dW, db) of scale * lm_loss; None for a parameter that gets no gradient."""
+    h = h.detach().clone().requires_grad_(True)
+    for p in (model.decoder.weight, model.decoder.bias):
+        p.grad = None
+    loss = lm_loss(model, h, y, label_smoothing=eps, prior=prior)
+    (scale * loss).backward()
+    return loss.detach(), h.grad, model.decoder.weight.grad, model.decoder.bias.grad
+
+
+def assert_close(got, want, what):
+    assert got is not None, f"{what}: no gradient"
+    assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)} != {tuple(want.shape)}"
+    err = (got.double() - want.double()).abs().max().item()
+    assert torch.allclose(got.double(), want.double(), **TOL), f"{what}: max abs error {err:.3g}"
+
+
+class LogitShapes(TorchDispatchMode):
+    """Records the number of rows of every new 2-d (rows, V) tensor an op allocates (ops whose
+    result aliases an input, such as the transposed (D, V) weight or an in-place update, hold
+    no new memory and are left out)."""
+
+    def __init__(self, vocab):
+        super().__init__()
+        self.vocab, self.rows = vocab, []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if any(r.alias_info is not None for r in func._schema.returns):
+            return out
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.dim() == 2 and t.size(1) == self.vocab:
+                self.rows.append(t.size(0))
+        return out
+
+
+CASES = [  # (eps, prior kind)
+    (0.0, None),
+    (0.0, "unigram"),      # a prior with eps 0 must change nothing
+    (0.1, "uniform"),
+    (0.3, "uniform"),
+    (0.1, "unigram"),
+    (0.4, "unigram"),
+]
+
+
+def make_prior(kind):
+    return unigram_prior() if kind == "unigram" else None
+
+
+@pytest.mark.parametrize("chunk_rows", [None, 7, 1], ids=["one-chunk", "7-row-chunks", "1-row-chunks"])
+@pytest.mark.parametrize("eps,kind", CASES, ids=[f"eps{e}-{k}" for e, k in CASES])
+def test_loss_and_gradients_equal_autograd_cross_entropy(monkeypatch, eps, kind, chunk_rows):
+    """Loss, d/dh, d/dW and d/db equal float64 autograd on F.cross_entropy (uniform smoothing:
+    its label_smoothing=eps) or (1-eps) nll + eps (-sum prior log_softmax) (unigram prior),
+    with one chunk and with several (30 rows in chunks of 7: the last one partial; or 1)."""
+    if chunk_rows:
+        monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * chunk_rows)
+    m, (h, y), prior = untied(), inputs(), make_prior(kind)
+    prior_arg = prior.float() if prior is not None else None
+    got = fused(m, h, y, eps, prior_arg, scale=2.5)    # backward must scale by the upstream grad
+    want = reference(h, m.decoder.weight, m.decoder.bias, y, eps, prior, scale=2.5)
+    for g, w, what in zip(got, want, ("loss", "d/dh", "d/dW", "d/db")):
+        assert_close(g, w, what)
+    assert got[0].dtype == torch.float32 and got[1].dtype == torch.float32
+
+
+@pytest.mark.parametrize("eps,kind", [(0.0, None), (0.2, "uniform"), (0.2, "unigram")])
+def test_several_chunks_give_what_one_chunk_gives_and_never_hold_all_logits(monkeypatch, eps, kind):
+    """With the chunk size forced to 7 rows, no (rows, V) tensor larger than 7 rows is ever
+    made (the memory claim), 30 rows take 5 chunks, and the numbers are those of one chunk
+    and of the reference."""
+    m, (h, y), prior = untied(), inputs(), make_prior(kind)
+    prior_arg = prior.float() if prior is not None else None
+    with LogitShapes(V) as whole:
+        one = fused(m, h, y, eps, prior_arg)
+    assert max(whole.rows) == T * B                     # control: one chunk holds all 30 rows
+    monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * 7)
+    with LogitShapes(V) as chunked:
+        many = fused(m, h, y, eps, prior_arg)
+    assert max(chunked.rows) == 7 and chunked.rows.count(2) >= 1   # 4 full chunks + 2 rows
+    want = reference(h, m.decoder.weight, m.decoder.bias, y, eps, prior)
+    for a, b, w, what in zip(one, many, want, ("loss", "d/dh", "d/dW", "d/db")):
+        assert_close(b, a, what + " (chunked vs one chunk)")
+        assert_close(b, w, what + " (chunked vs reference)")
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.2])
+def test_tied_model_gradient_adds_input_and_output_paths(monkeypatch, eps):
+    """A tied AWD-LSTM (one matrix for encoder and decoder): the full model's forward, then
+    lm_loss, gives every parameter's gradient, the shared matrix's being the sum of its
+    embedding and softmax contributions, as float64 autograd through the same model with
+    F.cross_entropy does."""
+    monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * 4)
+    torch.manual_seed(0)
+    m = AWDLSTM(V, D, 12, 2, D, tie=True).eval()        # eval: no dropout, deterministic
+    with torch.no_grad():
+        m.encoder.weight.normal_(0, 0.5)
+        m.decoder.bias.normal_(0, 1.0)
+    ref = copy.deepcopy(m).double()
+    assert m.decoder.weight is m.encoder.weight and ref.decoder.weight is ref.encoder.weight
+    words, y = inputs(seed=3)[1], inputs(seed=4)[1]
+
+    out, _, _, _ = m(words, m.init_hidden(B))
+    loss = lm_loss(m, out, y, label_smoothing=eps)
+    loss.backward()
+    rout, _, _, _ = ref(words, ref.init_hidden(B))
+    rloss = F.cross_entropy(ref.decoder(rout).reshape(-1, V), y.reshape(-1), label_smoothing=eps)
+    rloss.backward()
+
+    assert_close(loss, rloss, "loss")
+    grads = dict(m.named_parameters())
+    for name, p in ref.named_parameters():
+        assert_close(grads[name].grad, p.grad, f"d/d{name}")
+    # the shared matrix really gets both paths: the softmax part alone is not its gradient
+    _, _, dw_softmax, _ = reference(out, m.decoder.weight, m.decoder.bias, y, eps, None)
+    assert not torch.allclose(m.encoder.weight.grad.double(), dw_softmax, atol=1e-4)
+
+
+@pytest.mark.parametrize("eps,kind", [(0.0, None), (0.2, "unigram")])
+def test_frozen_output_weights_get_no_gradient_and_the_rest_are_right(monkeypatch, eps, kind):
+    """decoder.weight.requires_grad_(False): it gets no gradient; h and the bias still get
+    the reference gradients (several chunks)."""
+    monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * 7)
+    m, (h, y), prior = untied(), inputs(), make_prior(kind)
+    m.decoder.weight.requires_grad_(False)
+    loss, dh, dw, db = fused(m, h, y, eps, prior.float() if prior is not None else None)
+    assert dw is None
+    want = reference(h, m.decoder.weight, m.decoder.bias, y, eps, prior)
+    for g, w, what in zip((loss, dh, db), (want[0], want[1], want[3]), ("loss", "d/dh", "d/db")):
+        assert_close(g, w, what)
+
+
+def test_frozen_bias_and_weights_still_give_the_output_gradient(monkeypatch):
+    """Only h needs a gradient (frozen weight and bias): it is still right."""
+    monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * 7)
+    m, (h, y) = untied(), inputs()
+    m.decoder.weight.requires_grad_(False)
+    m.decoder.bias.requires_grad_(False)
+    loss, dh, dw, db = fused(m, h, y, 0.1, None)
+    assert dw is None and db is None
+    want = reference(h, m.decoder.weight, m.decoder.bias, y, 0.1, None)
+    assert_close(loss, want[0], "loss")
+    assert_close(dh, want[1], "d/dh")
+
+
+def test_loss_without_gradients_is_the_reference_loss():
+    """Under torch.no_grad (validation) the value is the same cross-entropy."""
+    m, (h, y), prior = untied(), inputs(), unigram_prior()
+    with torch.no_grad():
+        got = lm_loss(m, h, y, label_smoothing=0.25, prior=prior.float())
+    assert_close(got, reference(h, m.decoder.weight, m.decoder.bias, y, 0.25, prior)[0], "loss")
+
+
+def test_bf16_autocast_stays_close_and_keeps_fp32_gradients(monkeypatch):
+    """Under CPU bf16 autocast (what --precision bf16 runs) the loss and gradients stay within
+    bf16 rounding (2%) of the float64 reference and come back in the parameters' dtype."""
+    monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * 7)
+    m, (h, y) = untied(), inputs()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = fused(m, h, y, 0.1, None)
+    want = reference(h, m.decoder.weight, m.decoder.bias, y, 0.1, None)
+    for g, w, what in zip(got, want, ("loss", "d/dh", "d/dW", "d/db")):
+        assert g.dtype == torch.float32, what
+        scale = w.abs().max().item()
+        err = (g.double() - w).abs().max().item()
+        assert err <= 0.02 * scale, f"{what}: error {err:.3g} vs scale {scale:.3g}"
