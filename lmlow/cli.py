@@ -512,8 +512,8 @@ def cmd_embed(args) -> None:
     from lmlow.files import refuse_overwrite
     from lmlow.glove import GloveConfig, save_vectors, train_glove
 
+    cfg = GloveConfig(**settings_from(args, GloveConfig)).validate()
     refuse_overwrite([args.out, args.out.with_suffix(".kv")], args.force)  # before hours of work
-    cfg = GloveConfig(**settings_from(args, GloveConfig))
     kv, rep = train_glove(args.texts, cfg, work_dir=args.tmp_dir)
     paths = save_vectors(kv, args.out, force=args.force)
     print(f"{rep.vocabulary} words x {cfg.dim} dims from {rep.tokens} tokens "

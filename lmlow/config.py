@@ -11,7 +11,10 @@ distribution) or ``random``. Freezing the output weights never freezes the outpu
 from __future__ import annotations
 
 import json
+import math
 import tomllib
+import types
+import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -77,7 +80,7 @@ class Config:
     gamma: float = _f(0.5, "step/plateau schedule: decay factor")
     nonmono: int = _f(5, "NT-ASGD: switch to averaging after this many epochs without improvement")
     asgd: bool = _f(True, "sgd: switch to averaged SGD when validation stalls (NT-ASGD)")
-    clip: float = _f(0.25, "gradient norm clipping")
+    clip: float = _f(0.25, "gradient norm clipping (0: off)")
     wdecay: float = _f(1.2e-6, "weight decay")
     alpha: float = _f(2.0, "AR: activation regularisation weight")
     beta: float = _f(1.0, "TAR: temporal activation regularisation weight")
@@ -105,6 +108,23 @@ class Config:
                         "else fp32), fp32, bf16 or fp16; weights and optimiser stay fp32")
     threads: int = _f(0, "CPU threads (0: all cores)")
     preset: str | None = _f(None, "the preset the defaults came from")
+
+    # the one place that says what each number may be (checked by validate(), shown by --help)
+    RANGES: typing.ClassVar[dict[str, str]] = {
+        "unk_threshold": "[0, inf)", "train_fraction": "(0, 1]",
+        "emb_size": "[1, inf)", "out_size": "[1, inf)", "hidden_size": "[1, inf)",
+        "layers": "[1, inf)", **{d: "[0, 1)" for d in ("dropout", "dropouth", "dropouti",
+                                                     "dropoute", "wdrop", "label_smoothing")},
+        "lr": "(0, inf)", "warmup_steps": "[0, inf)", "step_size": "[1, inf)",
+        "gamma": "(0, 1]", "nonmono": "[1, inf)", "clip": "[0, inf)", "wdecay": "[0, inf)",
+        "alpha": "[0, inf)", "beta": "[0, inf)", "batch_size": "[1, inf)", "bptt": "[1, inf)",
+        "eval_batch_size": "[1, inf)", "max_epochs": "[0, inf)", "max_time": "[0, inf)",
+        "max_steps": "[0, inf)", "patience": "[0, inf)", "eval_every": "[0, inf)",
+        "seed": "[0, 4294967295]", "threads": "[0, inf)"}
+    CHOICES: typing.ClassVar[dict[str, tuple[str, ...]]] = {
+        "optimizer": ("sgd", "adam", "adamw"), "schedule": ("none", "step", "plateau", "cosine"),
+        "smoothing_prior": ("uniform", "unigram"), "device": ("auto", "cpu", "cuda"),
+        "precision": ("auto", "fp32", "bf16", "fp16")}
 
     def __post_init__(self):
         if isinstance(self.init, str):
@@ -141,24 +161,7 @@ class Config:
             raise LmlowError("a tied model needs --out-size equal to --emb-size")
         if self.extend_vocab and not self.embeddings:
             raise LmlowError("--extend-vocab needs --embeddings FILE")
-        for name in ("dropout", "dropouth", "dropouti", "dropoute", "wdrop", "label_smoothing"):
-            if not 0 <= getattr(self, name) < 1:
-                raise LmlowError(f"--{name.replace('_', '-')} must be in [0, 1)")
-        checks = {"optimizer": ("sgd", "adam", "adamw"), "schedule": ("none", "step", "plateau", "cosine"),
-                  "smoothing_prior": ("uniform", "unigram"), "device": ("auto", "cpu", "cuda"),
-                  "precision": ("auto", "fp32", "bf16", "fp16")}
-        for name, choices in checks.items():
-            if getattr(self, name) not in choices:
-                raise LmlowError(f"--{name.replace('_', '-')}: choose one of {', '.join(choices)}")
-        for name in ("layers", "batch_size", "bptt", "eval_batch_size", "emb_size", "hidden_size"):
-            if getattr(self, name) < 1:
-                raise LmlowError(f"--{name.replace('_', '-')} must be at least 1")
-        if not 0 < self.train_fraction <= 1:
-            raise LmlowError("--train-fraction must be in (0, 1]")
-        if self.nonmono < 1:
-            raise LmlowError("--nonmono must be at least 1")
-        if self.unk_threshold < 0 or self.max_epochs < 0:
-            raise LmlowError("--unk-threshold and --max-epochs must be >= 0")
+        check_values(self)
         return self
 
     @property
@@ -177,11 +180,7 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "config") -> "Config":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise LmlowError(f"{source}: unknown setting {unknown[0]!r}")
-        return cls(**d).validate()
+        return cls(**check_settings(d, source, cls)).validate()
 
     def save(self, path: Path) -> None:
         atomic_write_json(path, self.to_dict(), indent=2)
@@ -196,11 +195,80 @@ def read_settings(path: Path) -> dict:
     return check_settings(load_table(path), path)
 
 
-def check_settings(data: dict, where) -> dict:
-    unknown = sorted(set(data) - {f.name for f in fields(Config)})
+def check_settings(data: dict, where, cls=None) -> dict:
+    """Settings from a file: every key a field of ``cls`` (Config), every value of its type."""
+    cls = cls or Config
+    unknown = sorted(set(data) - {f.name for f in fields(cls)})
     if unknown:
         raise LmlowError(f"{where}: unknown setting {unknown[0]!r}")
+    hints = typing.get_type_hints(cls)
+    for key, value in data.items():
+        if not _has_type(value, hints[key]):
+            raise LmlowError(f"{where}: {key} = {value!r}: expected {_type_name(hints[key])}")
     return data
+
+
+def _has_type(value, hint) -> bool:
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_has_type(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if typing.get_origin(hint) is tuple:        # a list of names, or one comma-separated text
+        return isinstance(value, str) or (isinstance(value, (list, tuple))
+                                          and all(isinstance(v, str) for v in value))
+    return isinstance(value, hint)
+
+
+def _type_name(hint) -> str:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(hint))
+    if typing.get_origin(hint) is tuple:
+        return "a list of names"
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a text",
+            type(None): "nothing"}.get(hint, str(hint))
+
+
+# --------------------------------------------------------------------------- ranges
+
+def _interval(text: str) -> tuple[float, float, bool, bool]:
+    lo, hi = (x.strip() for x in text[1:-1].split(","))
+    return float(lo), float(hi), text[0] == "[", text[-1] == "]"
+
+
+def describe_range(text: str) -> str:
+    """``[0, inf)`` -> ``>= 0``; ``(0, 1]`` -> ``in (0, 1]``."""
+    lo, hi, lo_in, _ = _interval(text)
+    if math.isinf(hi):
+        return f"{'>=' if lo_in else '>'} {lo:g}"
+    return f"in {text}"
+
+
+def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -> None:
+    """Every numeric setting of a settings dataclass in its range (finite, NaN refused) and
+    every choice among its choices: one line naming the flag, the value and what is allowed."""
+    ranges = ranges if ranges is not None else getattr(obj, "RANGES", {})
+    choices = choices if choices is not None else getattr(obj, "CHOICES", {})
+    for name, text in ranges.items():
+        value = getattr(obj, name)
+        if value is None:
+            continue
+        lo, hi, lo_in, hi_in = _interval(text)
+        ok = (math.isfinite(value) and (value >= lo if lo_in else value > lo)
+              and (value <= hi if hi_in else value < hi))
+        if not ok:
+            raise LmlowError(f"--{name.replace('_', '-')} {value:g}: must be {describe_range(text)}"
+                             f"{' and finite' if math.isinf(hi) and not math.isfinite(value) else ''}")
+    for name, allowed in choices.items():
+        if getattr(obj, name) not in allowed:
+            raise LmlowError(f"--{name.replace('_', '-')} {getattr(obj, name)!r}: choose one of "
+                             f"{', '.join(allowed)}")
 
 
 def load_table(path: Path) -> dict:

@@ -8,6 +8,8 @@ import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
 
+from lmlow.config import describe_range
+
 
 # --------------------------------------------------------------------------- value types
 
@@ -78,7 +80,11 @@ def add_settings(parser, cls, skip=(), defaults: dict | None = None) -> None:
         meta = dict(f.metadata)
         flag = "--" + f.name.replace("_", "-")
         shown = _shown(defaults.get(f.name, f.default))
-        kw = {"default": None, "help": f"{meta.get('help', '')} (default: {shown})"}
+        limit = getattr(cls, "RANGES", {}).get(f.name)
+        limit = f"; {describe_range(limit)}" if limit else ""
+        choices = getattr(cls, "CHOICES", {}).get(f.name)
+        choice = f"; one of {', '.join(choices)}" if choices else ""
+        kw = {"default": None, "help": f"{meta.get('help', '')} (default: {shown}{limit}{choice})"}
         if meta.get("metavar"):
             kw["metavar"] = meta["metavar"]
         if meta.get("parse"):

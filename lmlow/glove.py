@@ -26,13 +26,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import typing
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from lmlow.config import setting
+from lmlow.config import check_values, setting
 from lmlow.data.corpus import count_words
 from lmlow.data.textio import UNK, iter_lines
 from lmlow.errors import LmlowError
@@ -60,6 +61,15 @@ class GloveConfig:
     seed: int = setting(1, "random seed (with more than one thread, updates race as in GloVe, "
                         "so runs differ slightly)")
     memory: float = setting(4.0, "soft memory limit in GB for counting and shuffling")
+
+    RANGES: typing.ClassVar[dict[str, str]] = {
+        "dim": "[1, inf)", "window": "[1, inf)", "min_count": "[1, inf)", "epochs": "[1, inf)",
+        "x_max": "(0, inf)", "alpha": "(0, inf)", "learning_rate": "(0, inf)",
+        "threads": "[0, inf)", "seed": "[0, 4294967295]", "memory": "(0, inf)"}
+
+    def validate(self) -> "GloveConfig":
+        check_values(self)
+        return self
 
     def resolved_epochs(self) -> int:
         return self.epochs if self.epochs is not None else (50 if self.dim < 300 else 100)
@@ -93,6 +103,7 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
                 work_dir: Path | None = None):
     """Train vectors on ``texts``; return (gensim KeyedVectors, GloveReport). Temporary files
     (the text, about 16 bytes per co-occurring pair, twice) go to ``work_dir``."""
+    cfg.validate()
     texts = [Path(t) for t in texts]
     t0 = time.time()
     counts = Counter()
@@ -101,8 +112,6 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     vocab = glove_vocabulary(counts, cfg.min_count)
     if len(vocab) < 2:
         raise LmlowError(f"no two words occur {cfg.min_count} times or more; lower --min-count")
-    if cfg.resolved_epochs() < 1 or cfg.dim < 1 or cfg.window < 1:
-        raise LmlowError("--epochs, --dim and --window must be at least 1")
     threads = cfg.threads or os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="lmlow-glove-", dir=work_dir) as tmp:
         tmp = Path(tmp)

@@ -22,13 +22,14 @@ import re
 import shlex
 import sys
 import time
+import typing
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-from lmlow.config import setting
+from lmlow.config import check_values, setting
 from lmlow.data.corpus import Corpus, write_ids_as_text
 from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
@@ -57,6 +58,8 @@ class NgramOptions:
                                 "order from the unigrams on, non-decreasing, the last repeated "
                                 "for higher orders: 0,0,1 drops singleton trigrams and above "
                                 "(default: no pruning)", metavar="COUNTS")
+
+    RANGES: typing.ClassVar[dict[str, str]] = {"order": f"[2, {MAX_ORDER}]", "unk_threshold": "[0, inf)"}
 
 
 @dataclass
@@ -111,6 +114,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
     if not 2 <= order <= MAX_ORDER:
         raise LmlowError(f"--order must be 2 to {MAX_ORDER} (KenLM's query code needs bigrams and "
                          f"was compiled for at most {MAX_ORDER}), got {order}")
+    check_values(NgramOptions(order, unk_threshold, memory, None))
     if not re.fullmatch(r"\d+(\.\d+)?[bKMGTPEZY%]?", memory):
         raise LmlowError(f"--memory {memory!r}: expected a size like GNU sort's: 1G, 500M, 20%")
     lmplz, build_binary = find_program("lmplz", BUILD_HINT), find_program("build_binary", BUILD_HINT)

@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import subprocess
+from dataclasses import fields
 import sys
 from pathlib import Path
 
@@ -208,7 +209,7 @@ def test_every_config_field_is_a_train_flag_with_its_default(capsys):
     from lmlow.cli import build_parser
 
     help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
-    for f in Config.__dataclass_fields__.values():
+    for f in fields(Config):
         if f.name not in ("corpus", "preset"):
             assert "--" + f.name.replace("_", "-") in help_text, f.name
     code, _, err = cli("train", "x", "--out", "y", "--tie", "maybe", capsys=capsys)
