@@ -101,8 +101,13 @@ def checkpoint_config(cfg: Config, state_dict: dict) -> Config:
 def save_checkpoint(obj: dict, path: Path) -> None:
     """Write a checkpoint atomically: the previous file survives any failure."""
     path = Path(path)
-    with atomic_path(path) as tmp:
-        torch.save({"format": CHECKPOINT_FORMAT, **obj}, tmp)
+    try:
+        with atomic_path(path) as tmp:
+            torch.save({"format": CHECKPOINT_FORMAT, **obj}, tmp)
+    except (OSError, RuntimeError) as e:          # torch reports a full disk as RuntimeError
+        reason = getattr(e, "strerror", None) or "the write failed (disk full, quota or file-size limit?)"
+        old = " (the previous one is intact)" if path.exists() else ""
+        raise LmlowError(f"{path}: cannot write the checkpoint: {reason}{old}") from None
 
 
 def load_checkpoint(path: Path) -> dict:

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.flags import (add_corpus, add_output, add_run, add_settings, at_least, int_list,
-                         settings_from, str_list)
+from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings, at_least,
+                         int_list, settings_from, str_list)
 
 
 class Parser(argparse.ArgumentParser):
@@ -120,8 +120,8 @@ def _embed_parser(sub) -> None:
                        "AdaGrad; written as their sum) on tokenised text read as corpora are read. "
                        "Words seen fewer than --min-count times get no vector; <unk> gets the mean "
                        "of the 100 rarest words' vectors (GloVe's convention), or its own trained "
-                       "vector when the text contains <unk>. Writes GloVe text (--out) and a "
-                       "gensim file beside it (.kv).")
+                       "vector when the text contains <unk>. Writes GloVe text (--out) and "
+                       "lmlow's fast, pickle-free .npz beside it.")
     p.add_argument("texts", nargs="+", type=Path, metavar="TEXT",
                    help="tokenised text files (e.g. from lmlow prepare --no-split), streamed")
     add_output(p, "output vectors, GloVe text format")
@@ -136,7 +136,8 @@ def _neighbours_parser(sub) -> None:
     p = sub.add_parser("neighbours", aliases=["neighbors"], help="nearest neighbours of words",
                        description="Print the nearest neighbours (cosine similarity) of each "
                        "WORD in a vector file: a quick look at whether vectors make sense.")
-    p.add_argument("vectors", type=Path, help="vector file (GloVe/word2vec text, .bin, .kv)")
+    p.add_argument("vectors", type=Path, help="vector file (GloVe/word2vec text, .bin, .npz)")
+    add_allow_pickle(p)
     p.add_argument("words", nargs="+", metavar="WORD")
     p.add_argument("-n", "--top", type=int, default=8, help="neighbours per word (default: 8)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -419,7 +420,7 @@ def _corpus(args):
 
     if args.extend_vocab and not args.embeddings:
         raise LmlowError("--extend-vocab needs --embeddings FILE")
-    words = vector_words(args.embeddings) if args.embeddings else None
+    words = vector_words(args.embeddings, args.allow_pickle) if args.embeddings else None
     corpus = Corpus(args.corpus, args.unk_threshold, words if args.extend_vocab else ())
     return corpus, words
 
@@ -513,7 +514,7 @@ def cmd_embed(args) -> None:
     from lmlow.glove import GloveConfig, save_vectors, train_glove
 
     cfg = GloveConfig(**settings_from(args, GloveConfig)).validate()
-    refuse_overwrite([args.out, args.out.with_suffix(".kv")], args.force)  # before hours of work
+    refuse_overwrite([args.out, args.out.with_suffix(".npz")], args.force)  # before hours of work
     kv, rep = train_glove(args.texts, cfg, work_dir=args.tmp_dir)
     paths = save_vectors(kv, args.out, force=args.force)
     print(f"{rep.vocabulary} words x {cfg.dim} dims from {rep.tokens} tokens "
@@ -526,7 +527,7 @@ def cmd_embed(args) -> None:
 def cmd_neighbours(args) -> None:
     from lmlow.embeddings import load_vectors, neighbours
 
-    kv = load_vectors(args.vectors)
+    kv = load_vectors(args.vectors, args.allow_pickle)
     result = {w: neighbours(kv, w, args.top) for w in args.words}
     if args.json:
         print(json.dumps(result, indent=2))
@@ -589,12 +590,16 @@ def cmd_sweep(args) -> None:
     if args.dry_run:
         print("\n".join(dry_run(runs, args.out)))
         return
+    from lmlow.sweep import ELSEWHERE
+
     results = execute(runs, args.out, args.jobs)
-    failed = [r.folder for r, code in results if code != 0]
+    failed = [r.folder for r, code in results if code not in (0, ELSEWHERE)]
     if failed:
         raise LmlowError(f"{len(failed)} runs failed ({', '.join(failed[:3])}...); see "
                          f"{args.out}/logs/; the same command retries them")
-    print(f"done; `lmlow report {args.out}` writes the table")
+    elsewhere = sum(code == ELSEWHERE for _, code in results)
+    print(f"done{f'; {elsewhere} runs are being trained by another process' if elsewhere else ''};"
+          f" `lmlow report {args.out}` writes the table")
 
 
 def cmd_report(args) -> None:
@@ -743,7 +748,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"lmlow: error: {e}", file=sys.stderr)
-        return 1
+        return getattr(e, "exit_code", 1)
     except BrokenPipeError:  # e.g. `lmlow stats ... | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

@@ -48,10 +48,13 @@ class Config:
     # data
     corpus: str = _f("", "corpus folder with train/valid/test.txt")
     unk_threshold: int = _f(0, "UNK rule: words with training count below K become <unk>")
-    embeddings: str | None = _f(None, "pretrained vectors (GloVe text, word2vec text/.bin, gensim .kv)")
+    embeddings: str | None = _f(None, "pretrained vectors (GloVe text, word2vec text/.bin, "
+                                "lmlow .npz; gensim .kv with --allow-pickle)")
     train_fraction: float = _f(1.0, "train on the first fraction of the training lines (the "
                                "vocabulary and UNK rule still come from the whole split)")
     extend_vocab: bool = _f(False, "add the embedding words to the vocabulary (count 0; K=0 only)")
+    allow_pickle: bool = _f(False, "allow --embeddings to be a gensim .kv/.model file: a pickle, "
+                            "which can run code when loaded (only for files you trust)")
     # embedding configuration
     tie: bool = _f(True, "share one matrix between input and output embeddings (yes or no)",
                    parse=yes_no, metavar="{yes,no}")

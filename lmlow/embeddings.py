@@ -1,8 +1,11 @@
 """Pretrained word vectors: loading (through gensim), validation, coverage and neighbours.
 
 Formats, told apart by name and first line: GloVe text (no header), word2vec text (a
-``COUNT DIM`` header), word2vec binary (``.bin``) and gensim ``KeyedVectors`` files (``.kv``,
-``.model``; these are pickles, so only open files you trust). Text files may be gzipped.
+``COUNT DIM`` header), word2vec binary (``.bin``), lmlow's fast format (``.npz``: the words
+and the float32 matrix as plain numpy arrays, loaded without pickle) and gensim
+``KeyedVectors`` files (``.kv``, ``.model``). Gensim files are pickles: loading one can run
+any code its author put in it, so lmlow refuses them unless ``allow_pickle`` (``--allow-pickle``)
+says the file is trusted. Text files may be gzipped.
 """
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ def detect_format(path: Path) -> str:
     path = Path(path)
     if path.suffix in GENSIM_SUFFIXES:
         return "gensim"
+    if path.suffix == ".npz":
+        return "npz"
     if path.suffix == ".bin":
         return "word2vec-bin"
     with open_binary(path) as f:
@@ -34,15 +39,23 @@ def detect_format(path: Path) -> str:
     return "word2vec-text" if len(fields) == 2 and all(x.isdigit() for x in fields) else "glove"
 
 
-def load_vectors(path: Path):
+def load_vectors(path: Path, allow_pickle: bool = False):
     """Load a ``gensim.models.KeyedVectors``; bad files give one line naming file and line."""
     from gensim.models import KeyedVectors
 
     path = Path(path)
+    if not path.exists():
+        raise LmlowError(f"{path}: no such file")
     fmt = detect_format(path)
+    if fmt == "gensim" and not allow_pickle:
+        raise LmlowError(f"{path}: a gensim file is a Python pickle, which can run code when "
+                         "loaded; pass --allow-pickle if you trust it, or use GloVe text or "
+                         "lmlow's .npz (written by `lmlow embed`)")
     try:
         if fmt == "gensim":
             kv = KeyedVectors.load(str(path))
+        elif fmt == "npz":
+            kv = _load_npz(path)
         else:
             kv = KeyedVectors.load_word2vec_format(
                 str(path), binary=fmt == "word2vec-bin", no_header=fmt == "glove",
@@ -107,9 +120,35 @@ def _check_duplicates(path: Path, kv, header: bool) -> None:
         raise LmlowError(f"{path}: read {len(kv)} vectors but the file has {len(seen)} words")
 
 
-def vector_words(path: Path) -> list[str]:
+def vector_words(path: Path, allow_pickle: bool = False) -> list[str]:
     """The words of a vector file, in file order."""
-    return list(load_vectors(path).index_to_key)
+    return list(load_vectors(path, allow_pickle).index_to_key)
+
+
+def save_npz(kv, path: Path) -> None:
+    """lmlow's fast, pickle-free vector file: ``words`` (unicode) and ``vectors`` (float32)."""
+    from lmlow.files import atomic_path
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, words=np.array(kv.index_to_key, dtype=str),
+                     vectors=np.asarray(kv.vectors, dtype=np.float32))
+
+
+def _load_npz(path: Path):
+    from gensim.models import KeyedVectors
+
+    with np.load(path, allow_pickle=False) as data:
+        if set(data.files) != {"words", "vectors"}:
+            raise LmlowError(f"{path}: not an lmlow vector file (expected arrays words and vectors)")
+        words, vectors = data["words"].tolist(), data["vectors"].astype(np.float32)
+    if vectors.ndim != 2 or len(words) != len(vectors):
+        raise LmlowError(f"{path}: {len(words)} words for a {vectors.shape} matrix")
+    if len(set(words)) != len(words):
+        raise LmlowError(f"{path}: duplicate words")
+    kv = KeyedVectors(vectors.shape[1])
+    kv.add_vectors(words, vectors)
+    return kv
 
 
 def neighbours(kv, word: str, top: int = 8) -> list[tuple[str, float]]:

@@ -8,6 +8,7 @@ become ``null``.
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -16,6 +17,10 @@ from pathlib import Path
 from typing import Iterator
 
 from lmlow.errors import LmlowError
+
+
+# a full disk or quota, a file-size limit, no permission, a read-only file system
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def temporary_path(path: Path) -> Path:
@@ -32,6 +37,10 @@ def atomic_path(path: Path) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as e:
+        if e.errno not in WRITE_ERRORS:
+            raise
+        raise LmlowError(f"{path}: cannot write ({e.strerror or e})") from None
     finally:
         tmp.unlink(missing_ok=True)
 

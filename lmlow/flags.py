@@ -126,6 +126,12 @@ def add_output(p, what: str, required: bool = True, json: str | None = None,
         p.add_argument("--json", action="store_true", help=json)
 
 
+def add_allow_pickle(p) -> None:
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="allow gensim .kv/.model vector files: they are pickles, which can run "
+                   "code when loaded (only for files you trust)")
+
+
 def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
     """A corpus read under the UNK rule, optionally with the words of a vector file."""
     p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
@@ -134,8 +140,9 @@ def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
                    "every split (a word absent from train counts 0); 0 replaces nothing "
                    "(default: 0)")
     p.add_argument("--embeddings", type=Path, metavar="FILE",
-                   help=f"pretrained vectors (GloVe text, word2vec text/.bin, gensim .kv) "
+                   help=f"pretrained vectors (GloVe text, word2vec text/.bin, lmlow .npz) "
                    f"{embeddings_what}")
+    add_allow_pickle(p)
     p.add_argument("--extend-vocab", action="store_true",
                    help="add the words of --embeddings to the vocabulary (they have training "
                    "count 0, so they stay words only when K=0): rare words the vectors cover "

@@ -198,15 +198,14 @@ def _read_vectors(path: Path, dim: int):
 
 
 def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:
-    """Write GloVe text (``out``) and a gensim file beside it (``out`` with suffix ``.kv``)."""
+    """Write GloVe text (``out``) and lmlow's fast, pickle-free ``.npz`` beside it."""
+    from lmlow.embeddings import save_npz
+
     out = Path(out)
-    kv_path = out.with_suffix(".kv")
-    refuse_overwrite([out, kv_path], force)
+    npz = out.with_suffix(".npz")
+    refuse_overwrite([out, npz], force)
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out) as tmp:
         kv.save_word2vec_format(str(tmp), write_header=False)
-    with atomic_path(kv_path) as tmp_kv:
-        kv.save(str(tmp_kv))
-        for extra in tmp_kv.parent.glob(tmp_kv.name + ".*"):  # gensim's .npy side files
-            os.replace(extra, kv_path.parent / (kv_path.name + extra.name[len(tmp_kv.name):]))
-    return [out, kv_path]
+    save_npz(kv, npz)
+    return [out, npz]

@@ -10,8 +10,15 @@ checkpoints (``eval_best_valid.json``).
 """
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import os
+import re
 import shutil
+import socket
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from lmlow.errors import LmlowError
@@ -26,6 +33,8 @@ class RunDir:
 
     CONFIG, VOCAB, METRICS, SUMMARY = "config.json", "vocab.txt", "metrics.jsonl", "summary.json"
     FREQUENCY = "frequency.jsonl"
+    LOCK = ".lock"
+    STASH = ".replaced"                 # an earlier run, kept until its replacement has started
     ARPA, BINARY = "model.arpa", "model.bin"
     ANALYSIS, BIAS_SWEEP = "analysis", "bias-sweep"
     # everything lmlow itself writes here: what --force clears (other files are left alone)
@@ -152,22 +161,129 @@ class RunDir:
 
     # ---- changes
     def is_empty(self) -> bool:
-        return not self.path.exists() or not any(self.path.iterdir())
+        """No file but (perhaps) the lock: nothing the user or a run made."""
+        return not self.path.exists() or all(p.name == self.LOCK for p in self.path.iterdir())
 
     def check_new(self, force: bool, hint: str = "") -> "RunDir":
         """Refuse (before any work) an output that is a file, or a folder with files in it
         unless ``force``; ``hint`` goes before "pass --force"."""
         if self.path.exists() and not self.path.is_dir():
             raise LmlowError(f"{self.path}: exists and is not a folder")
-        if not force and not self.is_empty():
+        if not force and not self.is_empty() and not self.never_started():
             raise LmlowError(f"{self.path} is not empty; {hint or 'pass '}--force to start over in it")
         return self
+
+    def never_started(self) -> bool:
+        """Only files lmlow writes before a run's first checkpoint (a run killed while it was
+        being set up): starting it again needs no --force."""
+        if self.best.exists() or self.last.exists() or self.finished or self.metrics_file.exists():
+            return False
+        early = {self.CONFIG, self.VOCAB, self.LOCK}
+        return all(p.name in early or p.name.startswith(self.STASH) or ".tmp" in p.name
+                   for p in self.path.iterdir())
 
     def create(self) -> "RunDir":
         if self.path.exists() and not self.path.is_dir():
             raise LmlowError(f"{self.path}: exists and is not a folder")
         self.path.mkdir(parents=True, exist_ok=True)
         return self
+
+    # ---- who trains this run
+    @property
+    def lock_file(self) -> Path:
+        return self.path / self.LOCK
+
+    def locked_by(self) -> str | None:
+        """``pid P on HOST`` if a live process holds this run's lock, else None."""
+        if not self.lock_file.exists():
+            return None
+        with open(self.lock_file, "a+") as f:
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                f.seek(0)
+                return f.read().strip() or "another process"
+            fcntl.lockf(f, fcntl.LOCK_UN)
+        return None
+
+    @contextmanager
+    def lock(self):
+        """Hold the run's lock while training it: a second trainer (or a sweep task) on the
+        same run is refused in one line. The kernel releases the lock when its process dies,
+        so a killed run leaves no stale lock. A folder created only for the lock is removed
+        again if nothing else was written into it."""
+        created = not self.path.exists()
+        self.create()
+        f = open(self.lock_file, "a+")
+        try:
+            fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            f.seek(0)
+            owner = f.read().strip() or "another process"
+            f.close()
+            if e.errno not in (errno.EACCES, errno.EAGAIN):
+                raise LmlowError(f"{self.lock_file}: cannot lock ({e.strerror})") from None
+            raise RunLocked(f"{self.path}: being trained by {owner} (lock {self.lock_file}); "
+                            "wait for it to end or stop it") from None
+        try:
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} on {socket.gethostname()} since "
+                    f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            f.flush()
+            yield self
+        finally:
+            f.seek(0)
+            f.truncate()
+            fcntl.lockf(f, fcntl.LOCK_UN)
+            f.close()
+            if created and self.is_empty():
+                shutil.rmtree(self.path, ignore_errors=True)
+
+    # ---- replacing a run safely
+    @contextmanager
+    def replacing(self):
+        """Write a new run here: lmlow's files of an earlier run are moved aside first and
+        deleted only when the block succeeds; if it fails, the new files are removed and the
+        old ones put back, so a failed command leaves the folder as it found it (and removes
+        a folder it created)."""
+        created = not self.path.exists()
+        self.create()
+        stash = self.path / f"{self.STASH}-{os.getpid()}"
+        own = self._own_paths()
+        if own:
+            stash.mkdir()
+            for p in own:
+                os.replace(p, stash / p.name)
+        try:
+            yield self
+        except BaseException:
+            self.clear()
+            if stash.exists():
+                for p in stash.iterdir():
+                    os.replace(p, self.path / p.name)
+                stash.rmdir()
+            if created and self.is_empty():
+                shutil.rmtree(self.path, ignore_errors=True)
+            raise
+        shutil.rmtree(stash, ignore_errors=True)
+
+    def remove_stale_temporaries(self) -> list[Path]:
+        """Delete ``*.tmpPID`` files and stashes left by processes that no longer run."""
+        gone = []
+        for p in list(self.path.glob("*.tmp[0-9]*")) + list(self.path.glob(f"{self.STASH}-*")):
+            m = re.search(r"(?:\.tmp|-)(\d+)$", p.name)
+            if m and not _alive(int(m.group(1))):
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+                gone.append(p)
+        return gone
+
+    def _own_paths(self) -> list[Path]:
+        if not self.path.is_dir():
+            return []
+        own = [self.path / n for n in (*self.OWN_FILES, *self.OWN_FOLDERS)]
+        own += [p for g in self.OWN_GLOBS for p in self.path.glob(g)]
+        return [p for p in dict.fromkeys(own) if p.exists()]
 
     def clear(self) -> None:
         """Remove everything lmlow wrote here (for --force), so no file of an earlier run
@@ -181,3 +297,21 @@ class RunDir:
                 shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
         for name in self.OWN_FOLDERS:
             shutil.rmtree(self.path / name, ignore_errors=True)
+
+
+class RunLocked(LmlowError):
+    """Another live process is training this run (a sweep skips it as running elsewhere)."""
+
+    exit_code = 75          # EX_TEMPFAIL: try again later
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -18,7 +18,9 @@ from pathlib import Path
 from lmlow.config import Config, EmbeddingRoles, check_settings, load_table, table1_configurations
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json
-from lmlow.rundir import RunDir
+from lmlow.rundir import RunDir, RunLocked
+
+ELSEWHERE = RunLocked.exit_code     # a task's exit status when another process holds the run
 
 # Kummerfeld et al. section 3: the six best configurations of Table 1 (outputs never frozen).
 SIX = [
@@ -124,7 +126,7 @@ def _flag(key: str, value) -> list[str]:
 def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
     """The ``lmlow train`` command for a run: new, resumed, or None when finished."""
     folder = RunDir(out / run.folder)
-    if folder.finished:
+    if folder.finished or folder.locked_by():     # done, or being trained by another process
         return None
     if folder.last.exists():
         return [*lmlow, "train", "--resume", str(folder), "--quiet"]
@@ -145,10 +147,14 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
     atomic_write_json(out / "sweep.json", [r.__dict__ for r in runs])
     lmlow = [sys.executable, "-m", "lmlow.cli"]
     todo = [(r, c) for r in runs if (c := command(r, out, lmlow))]
-    log(f"{len(runs)} runs, {len(runs) - len(todo)} finished, {len(todo)} to run, {jobs} at a time")
+    elsewhere = [r for r in runs if not RunDir(out / r.folder).finished
+                 and r not in [t for t, _ in todo]]
+    log(f"{len(runs)} runs, {len(runs) - len(todo) - len(elsewhere)} finished, "
+        f"{len(elsewhere)} running elsewhere, {len(todo)} to run, {jobs} at a time")
+    results = [(r, ELSEWHERE) for r in elsewhere]
     per_job = threads or max(1, (os.cpu_count() or 1) // jobs)
     env = dict(os.environ, OMP_NUM_THREADS=str(per_job))
-    results, active = [], []
+    active = []
     while todo or active:
         while todo and len(active) < jobs:
             run, cmd = todo.pop(0)
@@ -166,8 +172,9 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
                 active.remove(item)
                 results.append((run, proc.returncode))
                 tail = (out / "logs" / f"{run.folder}.log").read_text(errors="replace").strip().splitlines()[-1:]
-                log(f"{'done ' if proc.returncode == 0 else 'FAILED'} {run.folder}"
-                    + ("" if proc.returncode == 0 else f": {tail[0] if tail else ''}"))
+                state = {0: "done", ELSEWHERE: "running elsewhere"}.get(proc.returncode, "FAILED")
+                log(f"{state} {run.folder}"
+                    + ("" if proc.returncode in (0, ELSEWHERE) else f": {tail[0] if tail else ''}"))
     return results
 
 

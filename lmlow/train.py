@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import signal
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from lmlow.data.corpus import Corpus
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import lstm_logprobs
-from lmlow.files import append_jsonl, atomic_write_json
+from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
 from lmlow.loss import lm_loss
 from lmlow.model import detach_hidden
 from lmlow.progress import shown
@@ -43,7 +44,7 @@ def load_embeddings(cfg: Config):
     if not cfg.embeddings:
         return None
     from lmlow.embeddings import load_vectors
-    return load_vectors(Path(cfg.embeddings))
+    return load_vectors(Path(cfg.embeddings), cfg.allow_pickle)
 
 
 def open_corpus(cfg: Config, kv=None, vocab: Vocabulary | None = None) -> Corpus:
@@ -212,6 +213,7 @@ class Trainer:
     def _restore(self, ck: dict) -> None:
         self.model.load_state_dict(ck["model"])
         self.state = RunState(**ck["state"])
+        self._truncate_metrics(self.state.step)
         if self.state.asgd:
             self.optimizer = self._make_optimizer(asgd=True)
         if self.optimizer and ck["optimizer"]:
@@ -257,6 +259,21 @@ class Trainer:
 
     # ---- the loop
     def run(self) -> dict:
+        """Train until a budget is spent. SIGINT (Ctrl-C) and SIGTERM (a cluster's
+        preemption) end the current update, save ``last.pt`` there and stop: nothing is lost."""
+        with _stop_on_signals() as stop:
+            self.stop = stop
+            return self._run()
+
+    def _check_signal(self) -> None:
+        if self.stop:
+            self._save_last()
+            name = signal.Signals(self.stop[0]).name
+            raise Interrupted(f"{name} at update {self.state.step}: saved {self.rundir.last}; "
+                              f"`lmlow train --resume {self.run_dir}` continues",
+                              128 + self.stop[0])
+
+    def _run(self) -> dict:
         cfg = self.cfg
         self.rundir.create()
         if cfg.max_epochs == 0:
@@ -279,6 +296,7 @@ class Trainer:
         while not budget_spent(cfg, st.epoch, st.step, time.time() - start):
             if not self._train_epoch(data, start) or self._epoch_end():
                 break
+            self._check_signal()
             if budget_spent(cfg, st.epoch, st.step, time.time() - start) == "time":
                 self._say(f"time budget of {cfg.max_time:g} min reached")
         return self.summary()
@@ -333,6 +351,7 @@ class Trainer:
                 self._say(f"stopped in epoch {st.epoch + 1} at update {st.step}; "
                           f"`lmlow train --resume {self.run_dir}` continues")
                 return False
+            self._check_signal()
         bar.close()
         self.epoch_stats = {"train_loss": st.epoch_loss / max(1, st.epoch_tokens),
                             "tokens_per_s": st.epoch_tokens / max(1e-9, st.epoch_seconds)}
@@ -426,6 +445,19 @@ class Trainer:
     def _save_last(self) -> None:
         save_checkpoint(self._checkpoint(), self.rundir.last)
 
+    def start(self) -> None:
+        """The first checkpoint, before any update: a run killed at any moment from here on
+        resumes (from the start, if nothing later was saved)."""
+        self._save_last()
+
+    def _truncate_metrics(self, step: int) -> None:
+        """Drop the metrics rows written after the checkpoint a resume starts from: they are
+        written again, so the file never holds a row twice."""
+        rows = self.rundir.metrics()
+        keep = [r for r in rows if r.get("step", 0) <= step]
+        if len(keep) != len(rows):
+            atomic_write_text(self.rundir.metrics_file, "".join(to_json(r) + "\n" for r in keep))
+
     def _last_good(self) -> str:
         if self.rundir.last.exists():
             return f"The last good state is {self.rundir.last} (nothing newer was written)"
@@ -479,24 +511,58 @@ def _bar(total: int, epoch: int, quiet: bool):
                 disable=quiet or not shown(), dynamic_ncols=True)
 
 
+# --------------------------------------------------------------------------- signals
+
+class Interrupted(LmlowError):
+    """Training stopped by a signal after saving its state; ``exit_code`` is 128 + signal."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@contextmanager
+def _stop_on_signals():
+    """While training, SIGINT and SIGTERM only set a flag (the list it yields) that the loop
+    checks after each update; the previous handlers come back afterwards. (Outside the main
+    thread signals cannot be caught; then the defaults stay.)"""
+    stop: list[int] = []
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda n, _frame: stop.append(n))
+    except ValueError:
+        pass
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 # --------------------------------------------------------------------------- entry points
 
 def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) -> dict:
-    """Train a new run in ``run_dir``. Everything (corpus, vectors, model) is built before the
-    folder is touched; ``force`` then clears an earlier run's files from it."""
+    """Train a new run in ``run_dir``. Everything (corpus, vectors, model) is built and checked
+    before the folder is touched; with ``force`` an earlier run there is set aside and deleted
+    only once the new run has written its first checkpoint, and put back if it fails before."""
     run = RunDir(run_dir).check_new(force, f"use --resume {run_dir} to continue it, or ")
     trainer = Trainer(cfg, run.path, quiet=quiet)
-    run.create().clear()
-    trainer.cfg.save(run.config)
-    trainer.vocab.save(run.vocab)
-    if not quiet:
-        r = trainer.init_report
-        cov = (f"; vectors cover {r['coverage_types_pct']:.1f}% of vocabulary types, "
-               f"{r['coverage_tokens_pct']:.1f}% of training tokens" if "coverage_types_pct" in r else "")
-        print(f"{trainer.cfg.describe()}; vocabulary {r['vocabulary']}; parameters "
-              f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}; device "
-              f"{trainer.device}", flush=True)
-    return _finish(trainer)
+    with run.lock():
+        run.check_new(force, f"use --resume {run_dir} to continue it, or ")  # under the lock
+        with run.replacing():
+            trainer.cfg.save(run.config)
+            trainer.vocab.save(run.vocab)
+            trainer.start()
+        if not quiet:
+            r = trainer.init_report
+            cov = (f"; vectors cover {r['coverage_types_pct']:.1f}% of vocabulary types, "
+                   f"{r['coverage_tokens_pct']:.1f}% of training tokens"
+                   if "coverage_types_pct" in r else "")
+            print(f"{trainer.cfg.describe()}; vocabulary {r['vocabulary']}; parameters "
+                  f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}; device "
+                  f"{trainer.device}", flush=True)
+        return _finish(trainer)
 
 
 def resume(run_dir: Path, quiet: bool = False, **changes) -> dict:
@@ -508,12 +574,16 @@ def resume(run_dir: Path, quiet: bool = False, **changes) -> dict:
                          f"--max-time and --max-steps may be given with it, not "
                          f"--{refused[0].replace('_', '-')}")
     run = RunDir(run_dir)
-    ck = load_checkpoint(run.last)
-    cfg = Config.from_dict(ck["config"], str(run.last))
-    cfg = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v is not None}).validate()
-    trainer = Trainer(cfg, run.path, resume=ck, quiet=quiet)
-    cfg.save(run.config)
-    return _finish(trainer)
+    if not run.path.is_dir():
+        raise LmlowError(f"{run.path}: no such run folder")
+    with run.lock():
+        run.remove_stale_temporaries()
+        ck = load_checkpoint(run.last)
+        cfg = Config.from_dict(ck["config"], str(run.last))
+        cfg = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v is not None})
+        trainer = Trainer(cfg.validate(), run.path, resume=ck, quiet=quiet)
+        cfg.save(run.config)
+        return _finish(trainer)
 
 
 def _finish(trainer: Trainer) -> dict:

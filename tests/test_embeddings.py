@@ -25,7 +25,11 @@ def test_formats_load_the_same_vectors(tmp_path):
     assert detect_format(tmp_path / "w.txt") == "word2vec-text"
     glove.save_word2vec_format(str(tmp_path / "b.bin"), binary=True)
     glove.save(str(tmp_path / "g.kv"))
-    for kv in (w2v, load_vectors(tmp_path / "b.bin"), load_vectors(tmp_path / "g.kv")):
+    from lmlow.embeddings import save_npz
+
+    save_npz(glove, tmp_path / "g.npz")
+    for kv in (w2v, load_vectors(tmp_path / "b.bin"), load_vectors(tmp_path / "g.kv", allow_pickle=True),
+               load_vectors(tmp_path / "g.npz")):
         assert kv.index_to_key == glove.index_to_key
         np.testing.assert_allclose(kv.vectors, glove.vectors, rtol=1e-6)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from array import array
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -26,7 +27,7 @@ from lmlow.files import atomic_path, atomic_write_text
 from lmlow.progress import progress
 
 SPLITS = ("train", "valid", "test")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2          # 2: entries carry a sha256 checked when opened
 
 
 def cache_root() -> Path:
@@ -57,8 +58,15 @@ def count_words(path: Path, show_progress: bool = True) -> WordCounts:
     """Count the words of a text file, cached by the file's identity."""
     cached = cache_root() / "counts" / f"{file_key(path)}.json"
     if cached.exists():
-        data = json.loads(cached.read_text(encoding="utf-8"))
-        return WordCounts(Counter(data["counts"]), data["lines"])
+        try:
+            data = json.loads(cached.read_text(encoding="utf-8"))
+            body = {"lines": data["lines"], "counts": data["counts"]}
+            if data.get("sha256") == _digest(json.dumps(body, sort_keys=True).encode()):
+                return WordCounts(Counter(data["counts"]), data["lines"])
+            reason = "checksum mismatch"
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            reason = f"unreadable: {type(e).__name__}"
+        _warn_damaged(cached, reason)
     counts, lines = Counter(), 0
     with progress(f"counting {Path(path).name}", show_progress) as bar:
         for _, tokens in iter_lines(path):
@@ -66,8 +74,28 @@ def count_words(path: Path, show_progress: bool = True) -> WordCounts:
             lines += 1
             bar.tokens(len(tokens))
     cached.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(cached, json.dumps({"lines": lines, "counts": counts}))
+    body = {"lines": lines, "counts": dict(counts)}
+    sha = _digest(json.dumps(body, sort_keys=True).encode())
+    atomic_write_text(cached, json.dumps({**body, "sha256": sha}))
     return WordCounts(counts, lines)
+
+
+def _digest(data) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _warn_damaged(path: Path, reason: str) -> None:
+    """A damaged cache entry is never used: say so in one line and rebuild it."""
+    print(f"lmlow: warning: {path}: damaged cache entry ({reason}); rebuilding it",
+          file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -102,22 +130,39 @@ def encode_file(path: Path, vocab: Vocabulary, show_progress: bool = True) -> En
     """Encode a text file with a vocabulary into a cached memory-mapped int32 array."""
     key = file_key(path, vocab=vocab.digest(), unk_threshold=vocab.unk_threshold)
     base = cache_root() / "encoded" / key
-    meta_path = base.with_suffix(".json")
+    meta_path, bin_path = base.with_suffix(".json"), base.with_suffix(".bin")
     if meta_path.exists():
-        stats = SplitStats(**json.loads(meta_path.read_text(encoding="utf-8")))
-        return EncodedSplit(_load_ids(base.with_suffix(".bin"), stats.tokens), stats)
+        found = _checked_entry(meta_path, bin_path, len(vocab))
+        if found:
+            return found
     base.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(base.with_suffix(".bin")) as tmp_bin:
+    with atomic_path(bin_path) as tmp_bin:
         stats = _stream_encode(path, vocab, tmp_bin, show_progress)
-    atomic_write_text(meta_path, json.dumps(asdict(stats)))  # written last: marks completion
-    return EncodedSplit(_load_ids(base.with_suffix(".bin"), stats.tokens), stats)
+    meta = {"stats": asdict(stats), "sha256": _file_digest(bin_path)}
+    atomic_write_text(meta_path, json.dumps(meta))  # written last: marks completion
+    return EncodedSplit(np.memmap(bin_path, dtype=np.int32, mode="r"), stats)
 
 
-def _load_ids(path: Path, n: int) -> np.ndarray:
-    ids = np.memmap(path, dtype=np.int32, mode="r")
-    if len(ids) != n:
-        raise LmlowError(f"{path}: cache file is damaged; delete it and rerun")
-    return ids
+def _checked_entry(meta_path: Path, bin_path: Path, vocab_size: int) -> EncodedSplit | None:
+    """A cached encoding, if its length, checksum and id range are what was written; else
+    None (after a one-line warning), and the caller rebuilds it."""
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        stats = SplitStats(**meta["stats"])
+        if not bin_path.exists() or bin_path.stat().st_size != 4 * stats.tokens:
+            reason = "wrong length"
+        elif _file_digest(bin_path) != meta["sha256"]:
+            reason = "checksum mismatch"
+        else:
+            ids = np.memmap(bin_path, dtype=np.int32, mode="r")
+            if len(ids) and not (0 <= ids.min() and ids.max() < vocab_size):
+                reason = "ids out of range"
+            else:
+                return EncodedSplit(ids, stats)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        reason = f"unreadable: {type(e).__name__}"
+    _warn_damaged(meta_path, reason)
+    return None
 
 
 def _stream_encode(path: Path, vocab: Vocabulary, out: Path, show_progress: bool) -> SplitStats:
