@@ -1,0 +1,267 @@
+"""Fault injection: runs killed at random moments (and inside a checkpoint write) resume to the
+bitwise numbers of an uninterrupted run; two sweeps share one folder; a full disk, a damaged
+cache and malicious pickles. Every case through the real command in a subprocess."""
+import json
+import os
+import pickle
+import random
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import lmlow, write_corpus
+from lmlow.rundir import RunDir
+
+TRAIN = ["--preset", "tiny", "--max-epochs", "4", "--eval-every", "15", "--threads", "1",
+         "--device", "cpu", "--precision", "fp32", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def corpus(speech_corpus):
+    return speech_corpus
+
+
+def env(cache):
+    return {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1"}
+
+
+def start(args, cache, **kw):
+    return subprocess.Popen([sys.executable, "-m", "lmlow.cli", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env(cache), **kw)
+
+
+def weights(path):
+    return torch.load(path, map_location="cpu", weights_only=True)["model"]
+
+
+def assert_same_weights(a, b):
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), k
+
+
+def steps(run):
+    return [r["step"] for r in RunDir(run).metrics()]
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, tmp_path_factory):
+    """The uninterrupted run every killed run must end equal to."""
+    run = tmp_path_factory.mktemp("ref") / "run"
+    lmlow("train", corpus, "--out", run, *TRAIN, cache=run.parent / "cache", check=True)
+    return run
+
+
+@pytest.mark.slow
+def test_killed_at_random_moments_resumes_bitwise(corpus, reference, tmp_path):
+    """At least 10 SIGKILLs at random moments (start-up, updates, validations, checkpoint
+    writes); each time the next command continues from what was saved."""
+    rng = random.Random(7)
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    kills, left_behind = 0, []
+    while True:
+        args = (["train", "--resume", run, "--quiet"] if RunDir(run).last.exists()
+                else ["train", corpus, "--out", run, *TRAIN])
+        p = start(args, cache)
+        if kills < 10:
+            time.sleep(rng.uniform(0.5, 4.5))
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+                kills += 1
+                left_behind.append(sorted(x.name for x in run.iterdir()) if run.exists() else [])
+                if RunDir(run).last.exists():              # atomic: never half a checkpoint
+                    weights(RunDir(run).last)
+                continue
+        out, err = p.communicate(timeout=600)
+        if p.returncode == 0:
+            break
+        raise AssertionError(err)
+    assert kills >= 10
+    assert RunDir(run).finished
+    assert_same_weights(RunDir(run).best, RunDir(reference).best)
+    assert_same_weights(RunDir(run).last, RunDir(reference).last)
+    assert steps(run) == steps(reference) and len(set(steps(run))) == len(steps(run))
+    assert not list(run.glob("*.tmp*")) and not list(run.glob(".replaced*"))
+    print("kills:", kills, "left behind:", left_behind)
+
+
+KILL_IN_CHECKPOINT = """
+import os, signal, sys, torch
+import lmlow.checkpoint as ck
+from lmlow.cli import main
+calls, real = [0], torch.save
+def save(obj, f, *a, **k):
+    calls[0] += 1
+    if calls[0] == int(os.environ["KILL_AT"]):
+        with open(f, "wb") as out:
+            out.write(b"PK\\x03\\x04 half a checkpoint")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(obj, f, *a, **k)
+ck.torch.save = save
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("kill_at", [1, 3, 6])
+def test_killed_inside_a_checkpoint_write(corpus, reference, tmp_path, kill_at):
+    """SIGKILL halfway through writing a checkpoint (the first, at a validation, at an epoch
+    end): the previous checkpoint stays whole, the partial file is cleaned up on resume and the
+    run ends bitwise equal to the uninterrupted one."""
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    e = {**env(cache), "KILL_AT": str(kill_at)}
+    p = subprocess.run([sys.executable, "-c", KILL_IN_CHECKPOINT, "train", corpus, "--out", run,
+                        *TRAIN], env=e, capture_output=True, text=True)
+    assert p.returncode == -signal.SIGKILL
+    assert list(run.glob("*.tmp*")), "the partial file is the temporary one"
+    if RunDir(run).last.exists():
+        weights(RunDir(run).last)                          # the previous one is whole
+        r = lmlow("train", "--resume", run, "--quiet", cache=cache)
+    else:                                                  # killed before the first one
+        r = lmlow("train", corpus, "--out", run, *TRAIN, cache=cache)
+    assert r.returncode == 0, r.stderr
+    assert not list(run.glob("*.tmp*"))
+    assert_same_weights(RunDir(run).best, RunDir(reference).best)
+    assert steps(run) == steps(reference)
+
+
+def test_sigterm_saves_and_resume_finishes_without_duplicate_rows(corpus, reference, tmp_path):
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    p = start(["train", corpus, "--out", run, *TRAIN], cache)
+    deadline = time.time() + 120
+    while not steps(run) and time.time() < deadline:        # into training, past a validation
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    if p.returncode == 0:
+        pytest.skip("the run finished before the signal arrived")
+    assert p.returncode == 128 + signal.SIGTERM and "SIGTERM at update" in err
+    assert "--resume" in err and err.count("\n") == 1
+    assert lmlow("train", "--resume", run, "--quiet", cache=cache).returncode == 0
+    assert steps(run) == steps(reference)
+    assert_same_weights(RunDir(run).last, RunDir(reference).last)
+
+
+def test_second_trainer_on_a_running_run_is_refused(corpus, tmp_path):
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    p = start(["train", corpus, "--out", run, "--preset", "tiny", "--max-epochs", "50",
+               "--threads", "1", "--quiet"], cache)
+    deadline = time.time() + 120
+    while not RunDir(run).last.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    r = lmlow("train", "--resume", run, "--quiet", cache=cache)
+    assert RunDir(run).locked_by() and f"pid {p.pid}" in RunDir(run).locked_by()
+    p.kill()
+    p.wait()
+    assert r.returncode == 75 and "being trained by pid" in r.stderr and r.stderr.count("\n") == 1
+    assert RunDir(run).locked_by() is None                # the kernel freed the dead one's lock
+
+
+@pytest.mark.slow
+def test_two_sweeps_on_one_folder_train_every_run_once(corpus, tmp_path):
+    grid = tmp_path / "grid.toml"
+    grid.write_text('[runs.a]\ntie = true\n\n[runs.b]\ntie = false\n')
+    out, cache = tmp_path / "sweep", tmp_path / "cache"
+    args = ["sweep", corpus, "--grid", grid, "--out", out, "--preset", "tiny", "--seeds", "1,2",
+            "--max-epochs", "2", "--jobs", "1"]
+    a = start(args, cache)
+    time.sleep(1.0)
+    b = start(args, cache)
+    for p in (a, b):
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    for name in ("a.seed1", "a.seed2", "b.seed1", "b.seed2"):
+        run = RunDir(out / name)
+        assert run.finished, name
+        s = steps(run.path)
+        assert len(s) == len(set(s)) == 2, (name, s)      # two epochs, each validated once
+
+
+def test_disk_full_names_the_file_and_keeps_the_old_checkpoint(corpus, tmp_path):
+    """A file-size limit (what a full disk looks like to the writer): one line naming the
+    checkpoint; a new run leaves nothing behind, a resumed one keeps its last.pt."""
+    cache = tmp_path / "cache"
+    def limited(args, blocks):
+        def cap():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (blocks * 1024, resource.RLIM_INFINITY))
+        return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], env=env(cache),
+                              capture_output=True, text=True, preexec_fn=cap)
+    lmlow("vocab", corpus, cache=cache, check=True)           # the cache, written without a cap
+    new = limited(["train", corpus, "--out", tmp_path / "new", *TRAIN], 64)
+    assert new.returncode == 1 and "last.pt: cannot write the checkpoint" in new.stderr
+    assert new.stderr.count("\n") == 1 and not (tmp_path / "new").exists()
+    run = tmp_path / "run"
+    lmlow("train", corpus, "--out", run, *TRAIN[:-1], "--max-steps", "20", "--quiet",
+          cache=cache, check=True)
+    before = weights(RunDir(run).last)
+    r = limited(["train", "--resume", run, "--max-steps", "40", "--quiet"], 64)
+    assert r.returncode == 1 and "cannot write the checkpoint" in r.stderr and "intact" in r.stderr
+    after = weights(RunDir(run).last)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert not list(run.glob("*.tmp*"))
+
+
+def test_damaged_cache_entries_are_rebuilt_not_used(corpus, tmp_path):
+    cache = tmp_path / "cache"
+    run = tmp_path / "run"
+    lmlow("train", corpus, "--out", run, "--preset", "tiny", "--max-epochs", "0", "--threads",
+          "1", "--quiet", cache=cache, check=True)
+    good = json.loads(lmlow("eval", run, "--json", cache=cache, check=True).stdout)
+    vocab = json.loads(lmlow("vocab", corpus, "--json", cache=cache, check=True).stdout)
+    assert sorted((cache / "encoded").glob("*.bin"))
+    for damage in ("flip", "truncate", "garble", "counts"):
+        for target in sorted((cache / "encoded").glob("*.bin")):
+            if damage == "flip":                               # one id changed, same length
+                ids = np.fromfile(target, dtype=np.int32)
+                ids[len(ids) // 2] ^= 1
+                ids.tofile(target)
+            elif damage == "truncate":
+                target.write_bytes(target.read_bytes()[:-12])
+            elif damage == "garble":
+                target.with_suffix(".json").write_text("{ not json")
+        if damage == "counts":                                 # a count changed in the JSON
+            for target in (cache / "counts").glob("*.json"):
+                target.write_text(target.read_text().replace('"lines": ', '"lines": 1', 1))
+        cmd, want = (("vocab", corpus), vocab) if damage == "counts" else (("eval", run), good)
+        r = lmlow(*cmd, "--json", cache=cache)
+        assert r.returncode == 0, r.stderr
+        assert "damaged cache entry" in r.stderr, damage
+        assert json.loads(r.stdout) == want                   # rebuilt: the same numbers
+
+
+class Exploit:
+    """A pickle that, when loaded, creates a file: what a malicious vector file would do."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_malicious_pickles_are_not_executed(corpus, tmp_path):
+    cache, marker = tmp_path / "cache", tmp_path / "pwned"
+    evil = tmp_path / "vectors.kv"
+    evil.write_bytes(pickle.dumps(Exploit(marker)))
+    r = lmlow("train", corpus, "--out", tmp_path / "r", "--preset", "tiny", "--tie", "no",
+              "--init", "glove", "--embeddings", evil, cache=cache)
+    assert r.returncode == 1 and "pickle" in r.stderr and "--allow-pickle" in r.stderr
+    for cmd in (["vocab", corpus, "--embeddings", evil], ["neighbours", evil, "the"]):
+        r = lmlow(*cmd, cache=cache)
+        assert r.returncode == 1 and "--allow-pickle" in r.stderr, r.stderr
+    run = tmp_path / "run"
+    lmlow("train", corpus, "--out", run, "--preset", "tiny", "--max-epochs", "0", "--threads",
+          "1", "--quiet", cache=cache, check=True)
+    torch.save({"format": 1, "x": Exploit(marker)}, run / "best.pt")
+    r = lmlow("eval", run, cache=cache)
+    assert r.returncode == 1 and "best.pt" in r.stderr and r.stderr.count("\n") == 1
+    assert not marker.exists()
