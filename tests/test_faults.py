@@ -19,7 +19,7 @@ import torch
 from conftest import lmlow, write_corpus
 from lmlow.rundir import RunDir
 
-TRAIN = ["--preset", "tiny", "--max-epochs", "4", "--eval-every", "15", "--threads", "1",
+TRAIN = ["--preset", "tiny", "--max-epochs", "6", "--eval-every", "15", "--threads", "1",
          "--device", "cpu", "--precision", "fp32", "--quiet"]
 
 
@@ -50,7 +50,9 @@ def assert_same_weights(a, b):
 
 
 def steps(run):
-    return [r["step"] for r in RunDir(run).metrics()]
+    """The metrics rows as (update, epoch, validation loss): equal to the uninterrupted run's
+    means no row is missing or written twice (timings aside)."""
+    return [(r["step"], r["epoch"], r["valid_loss"]) for r in RunDir(run).metrics()]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +75,14 @@ def test_killed_at_random_moments_resumes_bitwise(corpus, reference, tmp_path):
                 else ["train", corpus, "--out", run, *TRAIN])
         p = start(args, cache)
         if kills < 10:
-            time.sleep(rng.uniform(0.5, 4.5))
+            if kills % 3 == 0:                                 # during start-up or set-up
+                time.sleep(rng.uniform(0.2, 4.0))
+            else:                                              # once this process trains
+                since = time.time()
+                while p.poll() is None and time.time() - since < 60 and not (
+                        RunDir(run).last.exists() and RunDir(run).last.stat().st_mtime > since):
+                    time.sleep(0.02)
+                time.sleep(rng.uniform(0.0, 0.6))
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
                 p.wait()
@@ -90,7 +99,7 @@ def test_killed_at_random_moments_resumes_bitwise(corpus, reference, tmp_path):
     assert RunDir(run).finished
     assert_same_weights(RunDir(run).best, RunDir(reference).best)
     assert_same_weights(RunDir(run).last, RunDir(reference).last)
-    assert steps(run) == steps(reference) and len(set(steps(run))) == len(steps(run))
+    assert steps(run) == steps(reference)
     assert not list(run.glob("*.tmp*")) and not list(run.glob(".replaced*"))
     print("kills:", kills, "left behind:", left_behind)
 
@@ -138,7 +147,7 @@ def test_sigterm_saves_and_resume_finishes_without_duplicate_rows(corpus, refere
     run, cache = tmp_path / "run", tmp_path / "cache"
     p = start(["train", corpus, "--out", run, *TRAIN], cache)
     deadline = time.time() + 120
-    while not steps(run) and time.time() < deadline:        # into training, past a validation
+    while not RunDir(run).metrics() and time.time() < deadline:   # past a validation
         time.sleep(0.05)
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=120)
@@ -182,7 +191,7 @@ def test_two_sweeps_on_one_folder_train_every_run_once(corpus, tmp_path):
     for name in ("a.seed1", "a.seed2", "b.seed1", "b.seed2"):
         run = RunDir(out / name)
         assert run.finished, name
-        s = steps(run.path)
+        s = [r["step"] for r in run.metrics()]
         assert len(s) == len(set(s)) == 2, (name, s)      # two epochs, each validated once
 
 
