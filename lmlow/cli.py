@@ -157,7 +157,8 @@ def _train_parser(sub) -> None:
                        "(TOML or JSON with the names below, underscores for dashes), then flags. "
                        "Example: lmlow train data/ptb --out runs/ours --preset small --tie no "
                        "--freeze-input --init glove,unigram --embeddings vectors.txt")
-    p.add_argument("corpus", nargs="?", type=Path, help="corpus folder (not needed with --resume)")
+    p.add_argument("corpus", nargs="?", type=Path, help="corpus folder (with --resume: only if "
+                   "the run's corpus moved, its new place, checked against the run's fingerprint)")
     p.add_argument("--out", type=Path, metavar="RUN_DIR", help="run folder to create")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR",
                    help="continue a stopped run from RUN_DIR/last.pt (budget flags may be raised)")
@@ -548,9 +549,8 @@ def cmd_train(args) -> None:
 
     settings = _settings(args)
     if args.resume:
-        given = {"corpus": args.corpus, "out": args.out, "config": args.config,
-                 "preset": args.preset}
-        summary = resume(args.resume, quiet=args.quiet, **settings, **given)
+        given = {"out": args.out, "config": args.config, "preset": args.preset}
+        summary = resume(args.resume, quiet=args.quiet, corpus=args.corpus, **settings, **given)
     else:
         if args.out is None:
             raise LmlowError("give --out RUN_DIR (or --resume RUN_DIR)")

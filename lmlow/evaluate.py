@@ -18,6 +18,7 @@ import numpy as np
 from lmlow.data.corpus import Corpus
 from lmlow.data.textio import EOS
 from lmlow.data.vocab import Vocabulary
+from lmlow.errors import LmlowError
 
 LN10 = math.log(10)       # KenLM and ARPA files speak log10; lmlow speaks natural logs
 
@@ -87,6 +88,9 @@ class Scorer(ABC):
 
     def corpus(self, root: Path | None = None) -> Corpus:
         """The corpus (or another folder read with this model's vocabulary and UNK rule)."""
+        if root is None and not Path(self.corpus_path).is_dir():
+            raise LmlowError(f"{self.corpus_path}: no such corpus folder (the one "
+                             f"{self.run_dir} was trained on); if it moved, pass --corpus PATH")
         return Corpus(Path(root or self.corpus_path), self.unk_threshold, vocab=self.vocab)
 
     def evaluate(self, split: str = "valid", corpus: Path | None = None,

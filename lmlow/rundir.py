@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.files import read_json, read_jsonl
+from lmlow.files import atomic_write_json, read_json, read_jsonl
 
 LSTM, NGRAM = "lstm", "ngram"
 CHECKPOINTS = ("best", "last")
@@ -33,13 +33,14 @@ class RunDir:
 
     CONFIG, VOCAB, METRICS, SUMMARY = "config.json", "vocab.txt", "metrics.jsonl", "summary.json"
     FREQUENCY = "frequency.jsonl"
+    DATA = "data.json"                  # the corpus's absolute path and fingerprint
     LOCK = ".lock"
     STASH = ".replaced"                 # an earlier run, kept until its replacement has started
     ARPA, BINARY = "model.arpa", "model.bin"
     ANALYSIS, BIAS_SWEEP = "analysis", "bias-sweep"
     # everything lmlow itself writes here: what --force clears (other files are left alone)
-    OWN_FILES = (CONFIG, VOCAB, METRICS, SUMMARY, FREQUENCY, ARPA, BINARY, "best.pt", "last.pt",
-                 "done")
+    OWN_FILES = (CONFIG, VOCAB, METRICS, SUMMARY, FREQUENCY, DATA, ARPA, BINARY, "best.pt",
+                 "last.pt", "done")
     OWN_GLOBS = ("eval_*.json", "*.tmp[0-9]*", "lmplz-tmp-*", "train.lmplz.txt*", "model.lmplz.arpa*")
     OWN_FOLDERS = (ANALYSIS, BIAS_SWEEP)
 
@@ -76,6 +77,32 @@ class RunDir:
     @property
     def frequency_file(self) -> Path:
         return self.path / self.FREQUENCY
+
+    @property
+    def data_file(self) -> Path:
+        return self.path / self.DATA
+
+    def record_corpus(self, corpus: Path) -> None:
+        """Remember the corpus as an absolute path with its fingerprint (data.json)."""
+        from lmlow.data.corpus import fingerprint
+
+        corpus = Path(corpus).resolve()
+        atomic_write_json(self.data_file, {"corpus": str(corpus), "fingerprint": fingerprint(corpus)})
+
+    def check_corpus(self, corpus: Path) -> Path:
+        """``corpus`` (absolute), refused in one line unless its files are the ones this run
+        was trained on (a run from before fingerprints accepts any)."""
+        from lmlow.data.corpus import fingerprint
+
+        corpus = Path(corpus).resolve()
+        if self.data_file.exists():
+            want = read_json(self.data_file).get("fingerprint", {})
+            got = fingerprint(corpus)
+            bad = [s for s in want if want[s] != got.get(s)]
+            if bad:
+                raise LmlowError(f"{corpus}: its {bad[0]}.txt is not the one {self.path} was "
+                                 "trained on (size or content differs)")
+        return corpus
 
     @property
     def arpa(self) -> Path:
@@ -178,7 +205,7 @@ class RunDir:
         being set up): starting it again needs no --force."""
         if self.best.exists() or self.last.exists() or self.finished or self.metrics_file.exists():
             return False
-        early = {self.CONFIG, self.VOCAB, self.LOCK}
+        early = {self.CONFIG, self.VOCAB, self.DATA, self.LOCK}
         return all(p.name in early or p.name.startswith(self.STASH) or ".tmp" in p.name
                    for p in self.path.iterdir())
 

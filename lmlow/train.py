@@ -57,7 +57,9 @@ def built_config(cfg: Config, kv=None) -> Config:
     of what they initialise), so config.json says what was built."""
     emb, out = model_sizes(cfg, kv)
     return dataclasses.replace(cfg, emb_size=emb,
-                               out_size=cfg.out_size if cfg.out_size is None and out == emb else out)
+                               out_size=cfg.out_size if cfg.out_size is None and out == emb else out,
+                               corpus=str(Path(cfg.corpus).resolve()),   # movable run folders
+                               embeddings=str(Path(cfg.embeddings).resolve()) if cfg.embeddings else None)
 
 
 # --------------------------------------------------------------------------- schedule and budget
@@ -553,6 +555,7 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
         with run.replacing():
             trainer.cfg.save(run.config)
             trainer.vocab.save(run.vocab)
+            run.record_corpus(trainer.cfg.corpus)
             trainer.start()
         if not quiet:
             r = trainer.init_report
@@ -565,9 +568,10 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
         return _finish(trainer)
 
 
-def resume(run_dir: Path, quiet: bool = False, **changes) -> dict:
+def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **changes) -> dict:
     """Continue a run from its ``last.pt``, as configured; only the budget (``max_epochs``,
-    ``max_time``, ``max_steps``) may change, e.g. raised to train longer."""
+    ``max_time``, ``max_steps``) may change, e.g. raised to train longer. ``corpus``: where
+    the run's corpus is now, if it moved (checked against the run's fingerprint)."""
     refused = [k for k, v in changes.items() if v is not None and k not in RESUME_CHANGES]
     if refused:
         raise LmlowError("--resume continues a run as configured; only --max-epochs, "
@@ -576,11 +580,21 @@ def resume(run_dir: Path, quiet: bool = False, **changes) -> dict:
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise LmlowError(f"{run.path}: no such run folder")
+    if not run.last.exists():
+        raise LmlowError(f"{run.last}: no such checkpoint (not a run folder, or a run that has "
+                         "not started: train it without --resume)")
     with run.lock():
         run.remove_stale_temporaries()
         ck = load_checkpoint(run.last)
         cfg = Config.from_dict(ck["config"], str(run.last))
         cfg = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v is not None})
+        if corpus is not None:
+            cfg.corpus = str(run.check_corpus(corpus))
+            run.record_corpus(cfg.corpus)
+        elif not Path(cfg.corpus).is_dir():
+            raise LmlowError(f"{cfg.corpus}: no such corpus folder (the one {run.path} was "
+                             "trained on); if it moved, give its new place: `lmlow train "
+                             f"NEW_CORPUS --resume {run.path}`")
         trainer = Trainer(cfg.validate(), run.path, resume=ck, quiet=quiet)
         cfg.save(run.config)
         return _finish(trainer)

@@ -36,7 +36,10 @@ def cache_root() -> Path:
 
 def file_key(path: Path, **options) -> str:
     """Hash of a file's identity (path, size, mtime) and the options applied to it."""
-    st = Path(path).stat()
+    path = Path(path)
+    if not path.is_file():
+        raise LmlowError(f"{path}: {'is a folder, expected a text file' if path.is_dir() else 'no such file'}")
+    st = path.stat()
     ident = {"path": str(Path(path).resolve()), "size": st.st_size, "mtime": st.st_mtime_ns,
              "format": CACHE_FORMAT, **options}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
@@ -198,6 +201,16 @@ def _stream_encode(path: Path, vocab: Vocabulary, out: Path, show_progress: bool
         replaced_types=len(missing) if by_rule else 0,
         oov_tokens=0 if by_rule else missing_tokens,
         oov_types=0 if by_rule else len(missing))
+
+
+def fingerprint(root: Path) -> dict:
+    """Each split's file name, size and sha256: tells a moved corpus from a different one."""
+    corpus = Corpus(root, show_progress=False)
+    out = {}
+    for split in SPLITS:
+        path = corpus.path(split)
+        out[split] = {"file": path.name, "bytes": path.stat().st_size, "sha256": _file_digest(path)}
+    return out
 
 
 class Corpus:

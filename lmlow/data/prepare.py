@@ -100,10 +100,19 @@ def prepare(inputs: list[Path], out: Path, *, tokenizer: str = "whitespace",
             force: bool = False, show_progress: bool = True) -> PrepareReport:
     """Tokenise, normalise and split ``inputs`` into ``out`` (a folder, or a file with ``no_split``)."""
     out = Path(out)
+    for path in [*inputs, *exclude]:
+        if not Path(path).exists():
+            raise LmlowError(f"{path}: no such file or folder")
+    if no_split and out.is_dir():
+        raise LmlowError(f"{out}: is a folder; --no-split writes one file")
+    if not no_split and out.exists() and not out.is_dir():
+        raise LmlowError(f"{out}: exists and is not a folder")
     targets = [out] if no_split else [out / f"{s}.txt" for s in SPLITS]
     refuse_overwrite(targets, force)
-    (out.parent if no_split else out).mkdir(parents=True, exist_ok=True)
     excluded = _line_hashes(exclude)
+    folder = out.parent if no_split else out
+    created = _missing_parents(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     report = PrepareReport()
     scratch = Path(f"{out}.scratch{os.getpid()}")
     try:
@@ -117,9 +126,23 @@ def prepare(inputs: list[Path], out: Path, *, tokenizer: str = "whitespace",
         else:
             assignment = assign_splits([n for _, _, n in docs], valid, test, seed)
             _copy_splits(scratch, docs, assignment, out, report)
+    except BaseException:
+        for d in created:                     # a failed command leaves no folder behind
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
+        raise
     finally:
         scratch.unlink(missing_ok=True)
     return report
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    """The folders ``mkdir(parents=True)`` would create, deepest first."""
+    out = []
+    while not folder.exists():
+        out.append(folder)
+        folder = folder.parent
+    return out
 
 
 def _line_hashes(paths) -> set[bytes]:

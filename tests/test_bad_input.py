@@ -1,0 +1,215 @@
+"""The bad-input table: every case through the real command line, each must end with exit 1
+(lmlow's own check) or 2 (argparse's), one line on stderr naming the offending file, line or
+flag, no traceback, and (where it had an output) nothing left behind."""
+import gzip
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import cli, write_corpus
+
+# (argv, what the one line must name, a path that must not exist afterwards)
+# Placeholders: C corpus, R LSTM run, N n-gram run, V vectors, X nowhere, O a fresh output
+# path, F an existing plain file, B a non-UTF-8 corpus, NAN NaN vectors, T a TOML file with
+# lr = "fast", U a TOML file with an unknown key, G a malformed grid file, K a pickle, D an
+# empty folder, M the corpus with its train split changed.
+CASES = [
+    # prepare
+    (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
+    (["prepare", "C/train.txt", "--out", "F"], "F", None),
+    (["prepare", "C/train.txt", "--out", "D", "--no-split", "--force"], "D", None),
+    (["prepare", "C/train.txt", "--out", "O", "--valid", "abc"], "'abc'", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--valid", "1.5"], "'1.5'", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--tokenizer", "bogus"], "--tokenizer", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--documents", "pages"], "--documents", "O"),
+    (["prepare", "B/train.txt", "--out", "O"], "not valid UTF-8", "O"),
+    (["prepare", "C/train.txt", "--out", "C"], "exists; pass --force", None),
+    # vocab, unk, stats
+    (["vocab", "X"], "X: no such corpus folder", None),
+    (["vocab", "C", "--unk-threshold", "-1"], "--unk-threshold", None),
+    (["vocab", "C", "--extend-vocab"], "--extend-vocab needs --embeddings", None),
+    (["vocab", "C", "--out", "F"], "exists; pass --force", None),
+    (["vocab", "C", "--embeddings", "NAN"], "NaN", None),
+    (["vocab", "C", "--embeddings", "K"], "--allow-pickle", None),
+    (["vocab", "B"], "not valid UTF-8", None),
+    (["unk", "C", "--out", "C", "--force"], "must differ from the corpus folder", None),
+    (["unk", "C", "--out", "O", "--threshold", "x"], "--threshold", "O"),
+    (["stats", "C", "--thresholds", "1,x"], "--thresholds", None),
+    (["stats", "C", "--pretrain", "X/p.txt"], "X/p.txt: no such file", None),
+    (["stats", "D"], "missing train.txt", None),
+    # embed, neighbours
+    (["embed", "X/t.txt", "--out", "O/v.txt"], "X/t.txt: no such file", "O"),
+    (["embed", "C/train.txt", "--out", "O/v.txt", "--dim", "0"], "--dim", "O"),
+    (["embed", "C/train.txt", "--out", "O/v.txt", "--epochs", "0"], "--epochs", "O"),
+    (["embed", "C/train.txt", "--out", "O/v.txt", "--window", "-1"], "--window", "O"),
+    (["embed", "C/train.txt", "--out", "O/v.txt", "--learning-rate", "nan"], "--learning-rate", "O"),
+    (["embed", "C/train.txt", "--out", "O/v.txt", "--min-count", "1000000"], "--min-count", "O"),
+    (["embed", "C/train.txt", "--out", "V"], "exists; pass --force", None),
+    (["neighbours", "X/v.txt", "the"], "X/v.txt: no such file", None),
+    (["neighbours", "K", "the"], "--allow-pickle", None),
+    (["neighbours", "V", "the", "-n", "x"], "--top", None),
+    # train: settings (every one from the report that found them)
+    (["train", "X", "--out", "O", "--preset", "tiny"], "X: no such corpus folder", "O"),
+    (["train", "C", "--out", "O", "--lr", "-1"], "--lr -1", "O"),
+    (["train", "C", "--out", "O", "--lr", "nan"], "--lr nan", "O"),
+    (["train", "C", "--out", "O", "--lr", "0"], "--lr 0", "O"),
+    (["train", "C", "--out", "O", "--clip", "-1"], "--clip -1", "O"),
+    (["train", "C", "--out", "O", "--max-steps", "-1"], "--max-steps -1", "O"),
+    (["train", "C", "--out", "O", "--max-time", "-3"], "--max-time -3", "O"),
+    (["train", "C", "--out", "O", "--eval-every", "-5"], "--eval-every -5", "O"),
+    (["train", "C", "--out", "O", "--threads", "-1"], "--threads -1", "O"),
+    (["train", "C", "--out", "O", "--dropout", "1.5"], "--dropout", "O"),
+    (["train", "C", "--out", "O", "--wdrop", "-0.1"], "--wdrop", "O"),
+    (["train", "C", "--out", "O", "--batch-size", "0"], "--batch-size", "O"),
+    (["train", "C", "--out", "O", "--layers", "0"], "--layers", "O"),
+    (["train", "C", "--out", "O", "--train-fraction", "2"], "--train-fraction", "O"),
+    (["train", "C", "--out", "O", "--gamma", "0"], "--gamma", "O"),
+    (["train", "C", "--out", "O", "--nonmono", "0"], "--nonmono", "O"),
+    (["train", "C", "--out", "O", "--label-smoothing", "1"], "--label-smoothing", "O"),
+    (["train", "C", "--out", "O", "--patience", "-2"], "--patience", "O"),
+    (["train", "C", "--out", "O", "--seed", "-4"], "--seed", "O"),
+    (["train", "C", "--out", "O", "--optimizer", "lbfgs"], "--optimizer", "O"),
+    (["train", "C", "--out", "O", "--schedule", "linear"], "--schedule", "O"),
+    (["train", "C", "--out", "O", "--precision", "fp16", "--device", "cpu"], "--precision fp16", "O"),
+    (["train", "C", "--out", "O", "--tie", "maybe"], "--tie", "O"),
+    (["train", "C", "--out", "O", "--lr", "fast"], "--lr", "O"),
+    (["train", "C", "--out", "O", "--init", "bert"], "--init", "O"),
+    (["train", "C", "--out", "O", "--init", "glove"], "--init glove/glove-output needs --embeddings", "O"),
+    (["train", "C", "--out", "O", "--tie", "yes", "--init", "glove-output", "--embeddings", "V"],
+     "a tied model has one matrix", "O"),
+    (["train", "C", "--out", "O", "--config", "X/c.toml"], "X/c.toml: no such file", "O"),
+    (["train", "C", "--out", "O", "--config", "T"], "lr = 'fast'", "O"),
+    (["train", "C", "--out", "O", "--config", "U"], "unknown setting 'learning_rate'", "O"),
+    # train: inputs and outputs
+    (["train", "B", "--out", "O", "--preset", "tiny"], "not valid UTF-8", "O"),
+    (["train", "C", "--out", "O", "--preset", "tiny", "--tie", "no", "--init", "glove",
+      "--embeddings", "NAN"], "NaN", "O"),
+    (["train", "C", "--out", "O", "--preset", "tiny", "--tie", "no", "--init", "glove",
+      "--embeddings", "X/v.txt"], "X/v.txt: no such file", "O"),
+    (["train", "C", "--out", "O", "--preset", "tiny", "--tie", "no", "--init", "glove",
+      "--embeddings", "K"], "--allow-pickle", "O"),
+    (["train", "C", "--out", "R", "--preset", "tiny"], "is not empty", None),
+    (["train", "C", "--out", "F", "--preset", "tiny"], "exists and is not a folder", None),
+    (["train", "C", "--preset", "tiny"], "--out", None),
+    (["train", "--resume", "X"], "X: no such run folder", None),
+    (["train", "--resume", "R", "--lr", "1"], "not --lr", None),
+    (["train", "--resume", "D"], "no such checkpoint", None),
+    (["train", "M", "--resume", "R"], "train.txt is not the one", None),
+    # ngram
+    (["ngram", "C", "--out", "O", "--order", "9"], "--order", "O"),
+    (["ngram", "C", "--out", "O", "--order", "five"], "--order", "O"),
+    (["ngram", "C", "--out", "O", "--prune", "0,2,1"], "non-decreasing", "O"),
+    (["ngram", "C", "--out", "O", "--memory", "lots"], "--memory", "O"),
+    (["ngram", "C", "--out", "O", "--unk-threshold", "-2"], "--unk-threshold", "O"),
+    (["ngram", "C", "--out", "N"], "is not empty", None),
+    (["ngram", "X", "--out", "O"], "X: no such corpus folder", "O"),
+    # eval, score
+    (["eval", "X"], "X: no such run folder", None),
+    (["eval", "D"], "not a run folder", None),
+    (["eval", "R", "--split", "dev"], "--split", None),
+    (["eval", "R", "--batch-size", "0"], "--batch-size", None),
+    (["eval", "R", "--weight", "0.5"], "--weight needs --interpolate", None),
+    (["eval", "R", "--interpolate", "N", "--weight", "2"], "--weight 2", None),
+    (["eval", "N", "--checkpoint", "last"], "--checkpoint applies to LSTM runs only", None),
+    (["eval", "R", "--corpus", "X"], "X: no such corpus folder", None),
+    (["score", "R", "X/s.txt"], "X/s.txt: no such file", None),
+    (["score", "X", "C/test.txt"], "X: no such run folder", None),
+    # sweep, report
+    (["sweep", "C", "--grid", "table9", "--out", "O"], "--grid", "O"),
+    (["sweep", "C", "--grid", "six", "--out", "O", "--seeds", "1,a"], "--seeds", "O"),
+    (["sweep", "C", "--grid", "unk", "--out", "O", "--values", "a,b"], "--values", "O"),
+    (["sweep", "C", "--grid", "six", "--out", "O", "--jobs", "0"], "--jobs", "O"),
+    (["sweep", "C", "--grid", "G", "--out", "O"], "[runs.NAME]", "O"),
+    (["sweep", "C", "--grid", "six", "--out", "O"], "needs --embeddings", "O"),
+    (["report", "D"], "no finished runs", None),
+    # analyze, compare, generate, bias-sweep
+    (["analyze", "N"], "not an lstm run", None),
+    (["analyze", "R", "--tokens", "-1"], "--tokens", None),
+    (["compare", "X"], "X: no such run folder", None),
+    (["compare", "R", "--steps", "0"], "--steps", None),
+    (["generate", "N"], "not an lstm run", None),
+    (["generate", "R", "--top-p", "0"], "--top-p", None),
+    (["generate", "R", "--temperature", "-1"], "--temperature", None),
+    (["generate", "R", "--words", "-1"], "--words", None),
+    (["bias-sweep", "R", "--lambdas", "1,1"], "--lambdas", None),
+    (["bias-sweep", "R", "--lambdas", "1,nan"], "--lambdas", None),
+]
+
+
+@pytest.fixture(scope="module")
+def places(speech_corpus, tmp_path_factory):
+    from lmlow.config import build_config
+    from lmlow.ngram import train_ngram
+    from lmlow.train import train
+
+    root = tmp_path_factory.mktemp("bad")
+    run, ngram = root / "run", root / "kn3"
+    train(build_config("tiny", corpus=str(speech_corpus), max_epochs=0, threads=1), run, quiet=True)
+    train_ngram(speech_corpus, ngram, order=3, quiet=True)
+    words = (speech_corpus / "train.txt").read_text().split()[:30]
+    vec = root / "v.txt"
+    vec.write_text("".join(f"{w} 0.1 0.2 0.3\n" for w in dict.fromkeys(words)))
+    nan = root / "nan.txt"
+    nan.write_text("the 0.1 0.2 0.3\nof nan 0.2 0.3\n")
+    bad = write_corpus(root / "latin1", "caf\xe9 au lait\n", "a b\n", "b a\n")
+    (bad / "train.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    moved = root / "changed"
+    shutil.copytree(speech_corpus, moved)
+    with open(moved / "train.txt", "a") as f:
+        f.write("one more line\n")
+    (root / "lr.toml").write_text('lr = "fast"\n')
+    (root / "unknown.toml").write_text("learning_rate = 1\n")
+    (root / "grid.toml").write_text("[other]\nx = 1\n")
+    (root / "file.txt").write_text("not a folder\n")
+    (root / "vectors.kv").write_bytes(b"\x80\x04K\x01.")      # a pickle (of the number 1)
+    (root / "empty").mkdir()
+    return {"C": speech_corpus, "R": run, "N": ngram, "V": vec, "NAN": nan, "B": bad,
+            "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
+            "F": root / "file.txt", "K": root / "vectors.kv", "D": root / "empty",
+            "X": root / "nowhere", "root": root}
+
+
+def fill(arg: str, places: dict, out) -> str:
+    head, _, tail = arg.partition("/")
+    if head == "O":
+        return str(out / tail) if tail else str(out)
+    if head in places and head != "root":
+        return str(places[head] / tail) if tail else str(places[head])
+    return arg
+
+
+def test_the_table_is_big_enough():
+    assert len(CASES) >= 60
+
+
+@pytest.mark.parametrize("argv, names, absent", CASES, ids=[" ".join(c[0])[:60] for c in CASES])
+def test_bad_input_is_one_line_and_changes_nothing(argv, names, absent, places, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = [fill(a, places, out) for a in argv]
+    head, sep, rest = names.partition(":")
+    names = fill(head, places, out) + sep + rest if sep and " " not in head else names
+    before = sorted(p.name for p in places["root"].rglob("*"))
+    code, _, err = cli(*args, capsys=capsys)
+    assert code in (1, 2), (code, err)
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert names.lower() in err.lower(), err
+    if absent:
+        assert not out.exists(), f"{out} was left behind"
+    assert sorted(p.name for p in places["root"].rglob("*")) == before, "a fixture file changed"
+
+
+def test_no_traceback_from_the_real_executable(places):
+    """The table runs in-process; one case through a real subprocess, as a user would."""
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "train", str(places["C"]), "--out",
+                        str(places["root"] / "o"), "--lr", "nan"], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "--lr nan" in r.stderr
+
+
+def test_gzip_corpus_error_names_the_file(tmp_path, capsys):
+    root = write_corpus(tmp_path / "gz", "a b\n", "a\n", "b\n")
+    (root / "train.txt").unlink()
+    (root / "train.txt.gz").write_bytes(gzip.compress(b"a b\n")[:-6])      # truncated stream
+    code, _, err = cli("vocab", root, capsys=capsys)
+    assert code == 1 and "train.txt.gz" in err and err.count("\n") == 1, err
