@@ -109,7 +109,8 @@ class Config:
     device: str = _f("auto", "auto, cpu or cuda")
     precision: str = _f("auto", "matmul precision: auto (fp16 on CUDA, bf16 on CPUs with AMX, "
                         "else fp32), fp32, bf16 or fp16; weights and optimiser stay fp32")
-    threads: int = _f(0, "CPU threads (0: all cores)")
+    threads: int = _f(0, "CPU threads (0: the cores this process may use, by CPU affinity and "
+                      "cgroup quota); with several trainings on one machine, give each its share")
     preset: str | None = _f(None, "the preset the defaults came from")
 
     # the one place that says what each number may be (checked by validate(), shown by --help)

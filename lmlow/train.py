@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import random
 import signal
 import time
@@ -39,6 +40,19 @@ RESUME_CHANGES = ("max_epochs", "max_time", "max_steps")   # what --resume may r
 
 
 # --------------------------------------------------------------------------- set-up
+
+def available_cpus() -> int:
+    """The cores this process may use: its CPU affinity, capped by a cgroup CPU quota (a
+    container's or a SLURM job's), so that ``--threads 0`` never oversubscribes."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
 
 def load_embeddings(cfg: Config):
     if not cfg.embeddings:
@@ -153,8 +167,7 @@ class Trainer:
     def __init__(self, cfg: Config, run_dir: Path, resume: dict | None = None, quiet: bool = False):
         self.rundir, self.quiet = RunDir(run_dir), quiet
         self.run_dir = self.rundir.path
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
+        torch.set_num_threads(cfg.threads or available_cpus())
         self.device = pick_device(cfg.device)
         self.kv = None if resume else load_embeddings(cfg)  # a resumed model has its weights
         self.cfg = cfg = cfg if resume else built_config(cfg, self.kv)
