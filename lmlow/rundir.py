@@ -25,6 +25,7 @@ from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, read_json, read_jsonl
 
 LSTM, NGRAM = "lstm", "ngram"
+_HELD: set[Path] = set()       # lock files this process holds (flock: one per open file)
 CHECKPOINTS = ("best", "last")
 
 
@@ -196,6 +197,7 @@ class RunDir:
         unless ``force``; ``hint`` goes before "pass --force"."""
         if self.path.exists() and not self.path.is_dir():
             raise LmlowError(f"{self.path}: exists and is not a folder")
+        self.check_unlocked()
         if not force and not self.is_empty() and not self.never_started():
             raise LmlowError(f"{self.path} is not empty; {hint or 'pass '}--force to start over in it")
         return self
@@ -222,28 +224,35 @@ class RunDir:
 
     def locked_by(self) -> str | None:
         """``pid P on HOST`` if a live process holds this run's lock, else None."""
-        if not self.lock_file.exists():
+        if not self.lock_file.exists() or self.lock_file.resolve() in _HELD:
             return None
         with open(self.lock_file, "a+") as f:
             try:
-                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 f.seek(0)
                 return f.read().strip() or "another process"
-            fcntl.lockf(f, fcntl.LOCK_UN)
+            fcntl.flock(f, fcntl.LOCK_UN)
         return None
+
+    def check_unlocked(self) -> None:
+        """Refuse (exit 75, a sweep's "running elsewhere") a run another process trains."""
+        owner = self.locked_by()
+        if owner:
+            raise RunLocked(f"{self.path}: being trained by {owner} (lock {self.lock_file}); "
+                            "wait for it to end or stop it")
 
     @contextmanager
     def lock(self):
-        """Hold the run's lock while training it: a second trainer (or a sweep task) on the
-        same run is refused in one line. The kernel releases the lock when its process dies,
-        so a killed run leaves no stale lock. A folder created only for the lock is removed
+        """Hold the run's lock (``flock`` on ``.lock``) while training it: a second trainer (or
+        a sweep task) on the same run is refused in one line. The kernel releases the lock when
+        its process dies, so a killed run leaves no stale lock. A folder created only for the lock is removed
         again if nothing else was written into it."""
         created = not self.path.exists()
         self.create()
         f = open(self.lock_file, "a+")
         try:
-            fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
             f.seek(0)
             owner = f.read().strip() or "another process"
@@ -252,6 +261,8 @@ class RunDir:
                 raise LmlowError(f"{self.lock_file}: cannot lock ({e.strerror})") from None
             raise RunLocked(f"{self.path}: being trained by {owner} (lock {self.lock_file}); "
                             "wait for it to end or stop it") from None
+        key = self.lock_file.resolve()
+        _HELD.add(key)
         try:
             f.seek(0)
             f.truncate()
@@ -260,9 +271,10 @@ class RunDir:
             f.flush()
             yield self
         finally:
+            _HELD.discard(key)
             f.seek(0)
             f.truncate()
-            fcntl.lockf(f, fcntl.LOCK_UN)
+            fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
             if created and self.is_empty():
                 shutil.rmtree(self.path, ignore_errors=True)

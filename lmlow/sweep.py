@@ -157,7 +157,13 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
     active = []
     while todo or active:
         while todo and len(active) < jobs:
-            run, cmd = todo.pop(0)
+            run, _ = todo.pop(0)
+            cmd = command(run, out, lmlow)        # again: another sweep may have got there first
+            if cmd is None:
+                done = RunDir(out / run.folder).finished
+                log(f"{'done (elsewhere)' if done else 'running elsewhere'} {run.folder}")
+                results.append((run, 0 if done else ELSEWHERE))
+                continue
             if "--resume" not in cmd:
                 cmd += ["--threads", str(per_job)]
             (out / "logs").mkdir(exist_ok=True)
@@ -170,11 +176,16 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
             if proc.poll() is not None:
                 logf.close()
                 active.remove(item)
-                results.append((run, proc.returncode))
+                code = proc.returncode
+                if code != 0 and RunDir(out / run.folder).finished:
+                    code = 0                      # finished meanwhile by another sweep
+                elif code != 0 and RunDir(out / run.folder).locked_by():
+                    code = ELSEWHERE
+                results.append((run, code))
                 tail = (out / "logs" / f"{run.folder}.log").read_text(errors="replace").strip().splitlines()[-1:]
-                state = {0: "done", ELSEWHERE: "running elsewhere"}.get(proc.returncode, "FAILED")
+                state = {0: "done", ELSEWHERE: "running elsewhere"}.get(code, "FAILED")
                 log(f"{state} {run.folder}"
-                    + ("" if proc.returncode in (0, ELSEWHERE) else f": {tail[0] if tail else ''}"))
+                    + ("" if code in (0, ELSEWHERE) else f": {tail[0] if tail else ''}"))
     return results
 
 

@@ -178,6 +178,11 @@ class Trainer:
         self.valid_ids = self.corpus.encode("valid").ids
         self.model, self.init_report = build_model(
             checkpoint_config(cfg, resume["model"]) if resume else cfg, self.vocab, self.kv)
+        if self.init_report.get("coverage_types_pct") == 0:
+            raise LmlowError(f"{cfg.embeddings}: covers none of the {len(self.vocab)} vocabulary "
+                             "words, so the 'pretrained' embeddings would be random; check that "
+                             "the vectors were trained on text prepared like the corpus "
+                             "(lowercase, tokenizer)")
         self.model.to(self.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.state = RunState(lr=cfg.lr)
@@ -593,6 +598,7 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise LmlowError(f"{run.path}: no such run folder")
+    run.check_unlocked()
     if not run.last.exists():
         raise LmlowError(f"{run.last}: no such checkpoint (not a run folder, or a run that has "
                          "not started: train it without --resume)")

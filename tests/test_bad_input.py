@@ -90,6 +90,8 @@ CASES = [
       "--embeddings", "X/v.txt"], "X/v.txt: no such file", "O"),
     (["train", "C", "--out", "O", "--preset", "tiny", "--tie", "no", "--init", "glove",
       "--embeddings", "K"], "--allow-pickle", "O"),
+    (["train", "C", "--out", "O", "--preset", "tiny", "--tie", "no", "--init", "glove",
+      "--embeddings", "Z"], "covers none of the", "O"),
     (["train", "C", "--out", "R", "--preset", "tiny"], "is not empty", None),
     (["train", "C", "--out", "F", "--preset", "tiny"], "exists and is not a folder", None),
     (["train", "C", "--preset", "tiny"], "--out", None),
@@ -151,6 +153,8 @@ def places(speech_corpus, tmp_path_factory):
     words = (speech_corpus / "train.txt").read_text().split()[:30]
     vec = root / "v.txt"
     vec.write_text("".join(f"{w} 0.1 0.2 0.3\n" for w in dict.fromkeys(words)))
+    foreign = root / "foreign.txt"
+    foreign.write_text("zzqx 0.1 0.2 0.3\nqqzx 0.3 0.2 0.1\n")
     nan = root / "nan.txt"
     nan.write_text("the 0.1 0.2 0.3\nof nan 0.2 0.3\n")
     bad = write_corpus(root / "latin1", "caf\xe9 au lait\n", "a b\n", "b a\n")
@@ -167,7 +171,7 @@ def places(speech_corpus, tmp_path_factory):
     (root / "empty").mkdir()
     return {"C": speech_corpus, "R": run, "N": ngram, "V": vec, "NAN": nan, "B": bad,
             "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
-            "F": root / "file.txt", "K": root / "vectors.kv", "D": root / "empty",
+            "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "root": root}
 
 
