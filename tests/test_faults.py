@@ -11,13 +11,12 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import lmlow, write_corpus
+from conftest import lmlow
 from lmlow.rundir import RunDir
 
 TRAIN = ["--preset", "tiny", "--max-epochs", "6", "--eval-every", "15", "--threads", "1",
