@@ -226,11 +226,14 @@ class RunDir:
         """``pid P on HOST`` if a live process holds this run's lock, else None."""
         if not self.lock_file.exists() or self.lock_file.resolve() in _HELD:
             return None
-        with open(self.lock_file, "a+") as f:
+        try:
+            f = open(self.lock_file)                  # read-only: works in a read-only folder
+        except OSError:
+            return None
+        with f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                f.seek(0)
                 return f.read().strip() or "another process"
             fcntl.flock(f, fcntl.LOCK_UN)
         return None
@@ -246,8 +249,8 @@ class RunDir:
     def lock(self):
         """Hold the run's lock (``flock`` on ``.lock``) while training it: a second trainer (or
         a sweep task) on the same run is refused in one line. The kernel releases the lock when
-        its process dies, so a killed run leaves no stale lock. A folder created only for the lock is removed
-        again if nothing else was written into it."""
+        its process dies, so a killed run leaves no stale lock. A folder created only for the
+        lock is removed again if nothing else was written into it."""
         created = not self.path.exists()
         self.create()
         f = open(self.lock_file, "a+")
