@@ -83,27 +83,34 @@ class RunDir:
     def data_file(self) -> Path:
         return self.path / self.DATA
 
-    def record_corpus(self, corpus: Path) -> None:
-        """Remember the corpus as an absolute path with its fingerprint (data.json)."""
+    def record_corpus(self, corpus: Path) -> Path:
+        """Remember the corpus as an absolute path with its fingerprint (data.json); return the
+        absolute path."""
         from lmlow.data.corpus import fingerprint
 
         corpus = Path(corpus).resolve()
-        atomic_write_json(self.data_file, {"corpus": str(corpus), "fingerprint": fingerprint(corpus)})
+        self._write_data(corpus, fingerprint(corpus))
+        return corpus
 
-    def check_corpus(self, corpus: Path) -> Path:
-        """``corpus`` (absolute), refused in one line unless its files are the ones this run
-        was trained on (a run from before fingerprints accepts any)."""
+    def move_corpus(self, corpus: Path) -> Path:
+        """The run's corpus is now at ``corpus``: refused in one line unless its files are the
+        ones this run was trained on (a run from before fingerprints accepts any); recorded
+        and returned as an absolute path."""
         from lmlow.data.corpus import fingerprint
 
         corpus = Path(corpus).resolve()
+        got = fingerprint(corpus)
         if self.data_file.exists():
             want = read_json(self.data_file).get("fingerprint", {})
-            got = fingerprint(corpus)
             bad = [s for s in want if want[s] != got.get(s)]
             if bad:
                 raise LmlowError(f"{corpus}: its {bad[0]}.txt is not the one {self.path} was "
                                  "trained on (size or content differs)")
+        self._write_data(corpus, got)
         return corpus
+
+    def _write_data(self, corpus: Path, fingerprint: dict) -> None:
+        atomic_write_json(self.data_file, {"corpus": str(corpus), "fingerprint": fingerprint})
 
     @property
     def arpa(self) -> Path:
@@ -242,8 +249,11 @@ class RunDir:
         """Refuse (exit 75, a sweep's "running elsewhere") a run another process trains."""
         owner = self.locked_by()
         if owner:
-            raise RunLocked(f"{self.path}: being trained by {owner} (lock {self.lock_file}); "
-                            "wait for it to end or stop it")
+            raise self._locked(owner)
+
+    def _locked(self, owner: str) -> "RunLocked":
+        return RunLocked(f"{self.path}: being trained by {owner} (lock {self.lock_file}); "
+                         "wait for it to end or stop it")
 
     @contextmanager
     def lock(self):
@@ -262,8 +272,7 @@ class RunDir:
             f.close()
             if e.errno not in (errno.EACCES, errno.EAGAIN):
                 raise LmlowError(f"{self.lock_file}: cannot lock ({e.strerror})") from None
-            raise RunLocked(f"{self.path}: being trained by {owner} (lock {self.lock_file}); "
-                            "wait for it to end or stop it") from None
+            raise self._locked(owner) from None
         key = self.lock_file.resolve()
         _HELD.add(key)
         try:
@@ -330,15 +339,8 @@ class RunDir:
     def clear(self) -> None:
         """Remove everything lmlow wrote here (for --force), so no file of an earlier run
         (a stale frequency.jsonl, a checkpoint of another kind) survives into the new one."""
-        if not self.path.is_dir():
-            return
-        for name in self.OWN_FILES:
-            (self.path / name).unlink(missing_ok=True)
-        for pattern in self.OWN_GLOBS:
-            for p in self.path.glob(pattern):
-                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-        for name in self.OWN_FOLDERS:
-            shutil.rmtree(self.path / name, ignore_errors=True)
+        for p in self._own_paths():
+            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
 
 
 class RunLocked(LmlowError):

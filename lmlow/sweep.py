@@ -146,10 +146,10 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "sweep.json", [r.__dict__ for r in runs])
     lmlow = [sys.executable, "-m", "lmlow.cli"]
-    todo = [(r, c) for r in runs if (c := command(r, out, lmlow))]
-    elsewhere = [r for r in runs if not RunDir(out / r.folder).finished
-                 and r not in [t for t, _ in todo]]
-    log(f"{len(runs)} runs, {len(runs) - len(todo) - len(elsewhere)} finished, "
+    unfinished = [r for r in runs if not RunDir(out / r.folder).finished]
+    elsewhere = [r for r in unfinished if RunDir(out / r.folder).locked_by()]
+    todo = [r for r in unfinished if r not in elsewhere]
+    log(f"{len(runs)} runs, {len(runs) - len(unfinished)} finished, "
         f"{len(elsewhere)} running elsewhere, {len(todo)} to run, {jobs} at a time")
     results = [(r, ELSEWHERE) for r in elsewhere]
     per_job = threads or max(1, (os.cpu_count() or 1) // jobs)
@@ -157,8 +157,8 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
     active = []
     while todo or active:
         while todo and len(active) < jobs:
-            run, _ = todo.pop(0)
-            cmd = command(run, out, lmlow)        # again: another sweep may have got there first
+            run = todo.pop(0)
+            cmd = command(run, out, lmlow)        # now: another sweep may have got there first
             if cmd is None:
                 done = RunDir(out / run.folder).finished
                 log(f"{'done (elsewhere)' if done else 'running elsewhere'} {run.folder}")

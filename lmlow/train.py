@@ -608,8 +608,7 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
         cfg = Config.from_dict(ck["config"], str(run.last))
         cfg = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v is not None})
         if corpus is not None:
-            cfg.corpus = str(run.check_corpus(corpus))
-            run.record_corpus(cfg.corpus)
+            cfg.corpus = str(run.move_corpus(corpus))
         elif not Path(cfg.corpus).is_dir():
             raise LmlowError(f"{cfg.corpus}: no such corpus folder (the one {run.path} was "
                              "trained on); if it moved, give its new place: `lmlow train "

@@ -384,3 +384,25 @@ def test_per_token_scores_do_not_depend_on_batch_size_or_bptt(tmp_path):
     for b, bptt in ((1, 200), (10, 35), (20, 70), (80, 70)):
         lp = lstm_logprobs(t.model, ids, t.vocab.eos_id, batch_size=b, bptt=bptt)
         np.testing.assert_allclose(lp, ref, atol=1e-4, rtol=0, err_msg=f"batch {b}, bptt {bptt}")
+
+
+def test_a_run_follows_its_moved_corpus(speech_corpus, tmp_path, capsys):
+    """The corpus moves: eval says how to point at it, --corpus and `train NEW --resume` work,
+    and data.json records the new place (its fingerprint checked, not recomputed twice)."""
+    import shutil
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(speech_corpus, old)
+    run = tmp_path / "run"
+    assert cli("train", old, "--out", run, "--preset", "tiny", "--max-steps", "4", "--threads",
+               "1", "--quiet", capsys=capsys)[0] == 0
+    old.rename(new)
+    code, _, err = cli("eval", run, capsys=capsys)
+    assert code == 1 and "--corpus" in err
+    assert cli("eval", run, "--corpus", new, capsys=capsys)[0] == 0
+    code, _, err = cli("train", new, "--resume", run, "--max-steps", "8", "--quiet", capsys=capsys)
+    assert code == 0, err
+    data = json.loads(RunDir(run).data_file.read_text())
+    assert data["corpus"] == str(new.resolve())
+    assert Config.load(RunDir(run).config).corpus == str(new.resolve())
+    assert cli("eval", run, capsys=capsys)[0] == 0
