@@ -30,11 +30,12 @@ def pick_device(name: str) -> torch.device:
 
 
 def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype, or None for plain fp32. bf16 needs no loss scaling; on CPUs with
-    AMX tiles it runs the LSTM and softmax matmuls about 1.5x faster than fp32."""
+    """The autocast dtype, or None for plain fp32. ``auto``: bf16 on GPUs that have it (Ampere
+    and later: fp32's range, so no loss scaling), fp16 with a GradScaler on older GPUs, bf16 on
+    CPUs with AMX tiles (the LSTM and softmax matmuls about 1.5x faster than fp32), else fp32."""
     if name == "auto":
         if device.type == "cuda":
-            return torch.float16
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         amx = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
         return torch.bfloat16 if amx else None
     if name == "fp16" and device.type != "cuda":
@@ -42,7 +43,15 @@ def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
     if name == "bf16" and device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
         raise LmlowError("--precision bf16: this CPU has no bf16 support (AVX-512 BF16 or AMX); "
                          "use fp32")
+    if name == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise LmlowError("--precision bf16: this GPU has no bf16 (it came with Ampere); use fp16")
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def make_scaler(dtype: torch.dtype | None, device: torch.device):
+    """The loss scaler fp16 needs (its 5 exponent bits underflow small gradients), or None:
+    bf16 and fp32 have fp32's range and need none."""
+    return torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
 
 
 def model_sizes(cfg: Config, kv=None) -> tuple[int, int]:

@@ -166,6 +166,12 @@ def _train_parser(sub) -> None:
     p.add_argument("--preset", choices=list(PRESETS), help=preset_help())
     p.add_argument("--force", action="store_true", help="start over in a non-empty --out folder")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--nproc", type=at_least(1), default=1, metavar="N",
+                   help="train with N processes on this machine, one per GPU (or CPU processes), "
+                   "through torchrun's launcher and DistributedDataParallel; range [1, number of "
+                   "GPUs]. --batch-size is the global batch and must be a multiple of N; "
+                   "--resume needs the N the run was trained with. Several machines: run "
+                   "`torchrun --nnodes ... -m lmlow train ...` yourself (README, GPUs)")
     _add_config_args(p)
     p.set_defaults(func=cmd_train)
 
@@ -550,6 +556,8 @@ def cmd_train(args) -> None:
     settings = _settings(args)
     if args.resume:
         given = {"out": args.out, "config": args.config, "preset": args.preset}
+        if args.nproc > 1:
+            return _launch(args)
         summary = resume(args.resume, quiet=args.quiet, corpus=args.corpus, **settings, **given)
     else:
         if args.out is None:
@@ -559,12 +567,46 @@ def cmd_train(args) -> None:
         cfg = build_config(args.preset, args.config, **settings)
         if not cfg.corpus:
             raise LmlowError("give a CORPUS folder (or corpus in --config)")
+        if args.nproc > 1:
+            if cfg.batch_size % args.nproc:
+                raise LmlowError(f"--batch-size {cfg.batch_size} cannot be split evenly over "
+                                 f"--nproc {args.nproc} processes: give a multiple of {args.nproc}")
+            return _launch(args)
         summary = train(cfg, args.out, force=args.force, quiet=args.quiet)
-    if not args.quiet:
+    if not args.quiet and _rank() == 0:
         ppl = summary["best_valid_ppl"]
         print(f"done: {summary['epochs']} epochs, {summary['steps']} updates, "
               f"{summary['train_seconds']:.0f}s; best valid ppl "
               f"{'n/a' if ppl is None else f'{ppl:.2f}'} -> {summary['checkpoint']}")
+
+
+def _rank() -> int:
+    """This process's rank under torchrun (0 alone): only rank 0 reports."""
+    from lmlow.distributed import world_from_env
+    return world_from_env().rank
+
+
+def _launch(args) -> None:
+    """``lmlow train ... --nproc N``: the same command in N processes under torchrun."""
+    from lmlow.distributed import launch
+
+    if "WORLD_SIZE" in os.environ:
+        raise LmlowError("--nproc: already running under torchrun (WORLD_SIZE is set); give "
+                         "the number of processes to torchrun only")
+    argv, skip = [], False
+    for a in args.argv:
+        if skip:
+            skip = False
+        elif a == "--nproc":
+            skip = True
+        elif not a.startswith("--nproc="):
+            argv.append(a)
+    code = launch(args.nproc, argv)
+    if code:
+        e = LmlowError(f"the {args.nproc} training processes ended with exit status {code} "
+                       "(the reason is above)")
+        e.exit_code = code
+        raise e
 
 
 def cmd_ngram(args) -> None:
@@ -742,12 +784,14 @@ def cmd_bias_sweep(args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args.func(args)
     except LmlowError as e:
         if args.debug:
             raise
-        print(f"lmlow: error: {e}", file=sys.stderr)
+        rank = f"process {os.environ['RANK']}: " if os.environ.get("RANK", "0") != "0" else ""
+        print(f"lmlow: error: {rank}{e}", file=sys.stderr)
         return getattr(e, "exit_code", 1)
     except BrokenPipeError:  # e.g. `lmlow stats ... | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -106,11 +106,14 @@ class Config:
                                "0, 1, 2, 4, 8, ... and every epoch end, in RUN_DIR/frequency.jsonl "
                                "(`lmlow analyze` plots them); also validates the untrained model")
     seed: int = _f(1, "random seed")
-    device: str = _f("auto", "auto, cpu or cuda")
-    precision: str = _f("auto", "matmul precision: auto (fp16 on CUDA, bf16 on CPUs with AMX, "
-                        "else fp32), fp32, bf16 or fp16; weights and optimiser stay fp32")
+    device: str = _f("auto", "auto (a GPU if torch sees one), cpu or cuda; under torchrun each "
+                     "process takes GPU LOCAL_RANK")
+    precision: str = _f("auto", "autocast precision: auto (bf16 on GPUs that have it, else fp16 "
+                        "with loss scaling; bf16 on CPUs with AMX, else fp32), fp32, bf16 or "
+                        "fp16 (CUDA only); weights, optimiser and softmax stay fp32")
     threads: int = _f(0, "CPU threads (0: the cores this process may use, by CPU affinity and "
-                      "cgroup quota); with several trainings on one machine, give each its share")
+                      "cgroup quota, shared among the processes of a node under torchrun); "
+                      "with several trainings on one machine, give each its share")
     preset: str | None = _f(None, "the preset the defaults came from")
 
     # the one place that says what each number may be (checked by validate(), shown by --help)

@@ -135,7 +135,7 @@ def tune_weight(lp_a: np.ndarray, lp_b: np.ndarray, iterations: int = 200, tol: 
 
 def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bptt: int = 70,
                   reset_lines: bool = False, context: int = 128, bias_scale: float = 1.0,
-                  device=None) -> np.ndarray:
+                  device=None, world=None) -> np.ndarray:
     """Score a token stream with an LSTM language model.
 
     Default: the state is carried across lines, as in training. The stream is cut into
@@ -143,19 +143,26 @@ def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bpt
     first (unscored) over at least the ``context`` tokens before it, from the start of a line,
     so the numbers agree with one unbroken pass to float rounding (tested per token).
     ``reset_lines``: every line starts from a fresh state after ``<eos>``, as an n-gram model
-    sees it.
+    sees it. ``world`` (training on several processes, :mod:`lmlow.distributed`): each rank
+    scores its share of the pieces and the scores are summed over the ranks, so every rank
+    returns what one process computes.
     """
     import torch
     import torch.nn.functional as F
 
+    from lmlow.distributed import SINGLE, all_sum
+
+    world = world or SINGLE
     out = np.zeros(len(ids))
     times = np.zeros(len(ids), np.int64)
     with torch.no_grad():
         for output, y, pos in lstm_outputs(model, ids, eos_id, batch_size, bptt, reset_lines,
-                                           context, device):
+                                           context, device, shard=(world.rank, world.size)):
             logp = F.log_softmax(model.logits(output, bias_scale).float(), dim=-1)
             out[pos] = logp.gather(-1, y.unsqueeze(-1)).squeeze(-1).cpu().numpy()
             np.add.at(times, pos, 1)
+    if world.distributed:
+        out, times = all_sum(world, out, times)
     if len(ids) and not (times == 1).all():
         bad = int(np.flatnonzero(times != 1)[0])
         raise RuntimeError(f"internal error: token {bad} scored {times[bad]} times, not once")
@@ -163,12 +170,14 @@ def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bpt
 
 
 def lstm_outputs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bptt: int = 70,
-                 reset_lines: bool = False, context: int = 128, device=None):
+                 reset_lines: bool = False, context: int = 128, device=None,
+                 shard: tuple[int, int] = (0, 1)):
     """The last LSTM layer's output before every scored token of ``ids``, in pieces: yields
     (output (N, d), targets (N,), positions (N,) in ``ids``), each token exactly once, in
     eval mode (the batching of :func:`lstm_logprobs`; the outputs carry no gradient, but
     whatever the caller computes from them should run under ``torch.no_grad()``). The model
-    is left in eval mode."""
+    is left in eval mode. ``shard`` (i, n): only the i-th of every n pieces (or groups of
+    lines), for n processes that share the work."""
     ids = np.asarray(ids, dtype=np.int64)
     full = np.concatenate([[eos_id], ids])
     n = len(ids)
@@ -183,11 +192,14 @@ def lstm_outputs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bptt
         bounds = np.linspace(0, n, b + 1).astype(np.int64)
         starts = np.concatenate([[0], np.flatnonzero(ids == eos_id) + 1])   # line starts
         groups = [[(_warm_up_start(starts, s, context), s, e)
-                   for s, e in zip(bounds[:-1], bounds[1:])]]
+                   for s, e in zip(bounds[:-1], bounds[1:])][shard[0]::shard[1]]]
+    if reset_lines:
+        groups = groups[shard[0]::shard[1]]
     model.eval()
     device = device or next(model.parameters()).device
     for group in groups:
-        yield from _group_outputs(model, full, group, bptt, device)
+        if group:
+            yield from _group_outputs(model, full, group, bptt, device)
 
 
 def _warm_up_start(line_starts: np.ndarray, start: int, context: int) -> int:

@@ -6,14 +6,14 @@ Regularisers, as in the reference model:
 - locked (variational) dropout: one mask per sequence, shared over time, on the embeddings
   (``dropouti``), between layers (``dropouth``) and on the output (``dropout``);
 - weight drop: DropConnect on each layer's hidden-to-hidden matrix. The dropped matrix is
-  passed to the layer with ``torch.func.functional_call``, so the fused LSTM kernel
-  (``aten::lstm``, cuDNN on GPU) still runs the whole sequence: no per-step Python loop.
+  passed to the fused LSTM kernel (``aten::lstm``; on a GPU cuDNN, in one weight buffer of
+  its layout, :meth:`WeightDropLSTM.flat_call`), which still runs the whole sequence: no
+  per-step Python loop.
 AR and TAR are computed by the training loop from the outputs this model returns.
 """
 from __future__ import annotations
 
-import warnings
-
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -58,9 +58,46 @@ class WeightDropLSTM(nn.Module):
         w = self.lstm.weight_hh_l0
         keep = torch.rand_like(w) >= self.weight_drop   # 2x faster than bernoulli_ on CPU
         w = w * keep / (1 - self.weight_drop)
-        with warnings.catch_warnings():  # cuDNN's "not a single contiguous chunk" notice
-            warnings.simplefilter("ignore", UserWarning)
-            return functional_call(self.lstm, {"weight_hh_l0": w}, (x, hidden))
+        if x.is_cuda:
+            return self.flat_call(x, hidden, w)
+        return functional_call(self.lstm, {"weight_hh_l0": w}, (x, hidden))
+
+    def flat_call(self, x, hidden, w_hh):
+        """The layer with ``w_hh`` as its hidden-to-hidden matrix, its four weights handed to
+        the fused kernel as views of one buffer laid out as the module's own flattened buffer.
+
+        cuDNN runs from one such buffer; weights outside one it copies into a fresh buffer on
+        every call, matrix by matrix (its "not part of single contiguous chunk of memory"
+        warning). The dropped matrix is new at every update anyway, so it is written, with
+        the other three, into a buffer of cuDNN's layout by one differentiable ``cat``.
+        Elsewhere the same call is just the fused LSTM (same numbers: tested on CPU)."""
+        lstm = self.lstm
+        params = [lstm.weight_ih_l0, w_hh, lstm.bias_ih_l0, lstm.bias_hh_l0]
+        offsets, total = _flat_layout(lstm)
+        pieces, at = [], 0
+        for p, off in zip(params, offsets):
+            if off > at:
+                pieces.append(p.new_zeros(off - at))
+            pieces.append(p.reshape(-1))
+            at = off + p.numel()
+        if total > at:
+            pieces.append(params[0].new_zeros(total - at))
+        buf = torch.cat(pieces)
+        views = [buf[o:o + p.numel()].view_as(p) for p, o in zip(params, offsets)]
+        out, h, c = torch._VF.lstm(x, hidden, views, True, 1, 0.0, True, False, False)
+        return out, (h, c)
+
+
+def _flat_layout(lstm: nn.LSTM) -> tuple[list[int], int]:
+    """(offset of each of the layer's four weights, buffer size) in the buffer the module's
+    weights share after ``flatten_parameters()`` (done by ``.to(cuda)``); back to back when
+    they share none (CPU)."""
+    ws = lstm._flat_weights
+    storage = ws[0].untyped_storage()
+    if all(w.untyped_storage().data_ptr() == storage.data_ptr() for w in ws):
+        return [w.storage_offset() for w in ws], storage.nbytes() // ws[0].element_size()
+    offsets = np.cumsum([0] + [w.numel() for w in ws]).tolist()
+    return offsets[:-1], offsets[-1]
 
 
 class AWDLSTM(nn.Module):

@@ -15,7 +15,7 @@ import os
 import random
 import signal
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,11 +23,13 @@ import numpy as np
 import torch
 
 from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabulary,
-                              load_checkpoint, model_sizes, pick_device, pick_precision,
-                              save_checkpoint)
+                              load_checkpoint, make_scaler, model_sizes, pick_device,
+                              pick_precision, save_checkpoint)
 from lmlow.config import Config
 from lmlow.data.corpus import Corpus
 from lmlow.data.vocab import Vocabulary
+from lmlow.distributed import (SINGLE, World, all_max, all_sum, columns, gather, join, leave,
+                               rank_seed, world_from_env, wrap)
 from lmlow.errors import LmlowError
 from lmlow.evaluate import lstm_logprobs
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
@@ -37,6 +39,8 @@ from lmlow.progress import shown
 from lmlow.rundir import RunDir
 
 RESUME_CHANGES = ("max_epochs", "max_time", "max_steps")   # what --resume may raise
+SYNC_EVERY = 20     # updates between the host's looks at the device's numbers (and the ranks')
+SAVE_EVERY = 600    # seconds of training between saves of last.pt within an epoch
 
 
 # --------------------------------------------------------------------------- set-up
@@ -152,23 +156,35 @@ class RunState:
     stale_epochs: int = 0
     train_seconds: float = 0.0
     lr: float = 0.0                 # the base rate; schedules change it at epoch ends
-    epoch_loss: float = 0.0         # running sums of the current epoch (kept across resume)
-    epoch_tokens: int = 0
+    epoch_loss: float = 0.0         # running sums of the current epoch (kept across resume),
+    epoch_tokens: int = 0           # over all processes
     epoch_seconds: float = 0.0
     tokens: int = 0                 # training tokens over the whole run
+    skipped: int = 0                # updates the fp16 loss scaler skipped (inf/nan gradients)
 
 
 # --------------------------------------------------------------------------- trainer
 
 class Trainer:
     """One run's training: built from a Config (new) or a ``last.pt`` (``resume``); ``run()``
-    trains until a budget is spent, validating, logging and checkpointing as it goes."""
+    trains until a budget is spent, validating, logging and checkpointing as it goes.
 
-    def __init__(self, cfg: Config, run_dir: Path, resume: dict | None = None, quiet: bool = False):
-        self.rundir, self.quiet = RunDir(run_dir), quiet
+    On several processes (``world``, :mod:`lmlow.distributed`) every rank builds a Trainer,
+    trains its columns of the batch through DDP and takes part in every validation and save;
+    only rank 0 writes files and prints.
+
+    The update never waits for the device: the loss and a non-finite check stay on it, and
+    the host reads them every ``SYNC_EVERY`` updates (:meth:`_sync`), before each save and
+    each validation, so a NaN is caught before anything is written."""
+
+    def __init__(self, cfg: Config, run_dir: Path, resume: dict | None = None, quiet: bool = False,
+                 world: World = SINGLE, device: torch.device | None = None):
+        self.world = world
+        self.rundir, self.quiet = RunDir(run_dir), quiet or not world.main
         self.run_dir = self.rundir.path
-        torch.set_num_threads(cfg.threads or available_cpus())
-        self.device = pick_device(cfg.device)
+        torch.set_num_threads(cfg.threads or max(1, available_cpus() // world.local_size))
+        self.device = device or pick_device(cfg.device)
+        self.columns = columns(world, cfg.batch_size)
         self.kv = None if resume else load_embeddings(cfg)  # a resumed model has its weights
         self.cfg = cfg = cfg if resume else built_config(cfg, self.kv)
         vocab = checkpoint_vocabulary(resume, cfg) if resume else None
@@ -184,6 +200,9 @@ class Trainer:
                              "the vectors were trained on text prepared like the corpus "
                              "(lowercase, tokenizer)")
         self.model.to(self.device)
+        if world.distributed:    # one initialisation (seeded above), then masks per rank
+            torch.manual_seed(rank_seed(cfg.seed, world.rank))
+        self.net = wrap(world, self.model, self.device)   # what the update calls
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.state = RunState(lr=cfg.lr)
         self.optimizer = self._make_optimizer(asgd=False)
@@ -192,9 +211,14 @@ class Trainer:
         counts = torch.from_numpy(self.vocab.count_array()).double()
         self.prior = (counts / counts.sum()).float().to(self.device) if cfg.smoothing_prior == "unigram" else None
         self.amp_dtype = pick_precision(cfg.precision, self.device)
-        self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
+        self.scaler = make_scaler(self.amp_dtype, self.device)
+        self.pending_loss = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.first_bad = torch.full((), -1, dtype=torch.int64, device=self.device)
+        self.stop: list[int] = []
+        self.agreed_signal = 0
+        self.clocks = None     # (start of training, start of the epoch), by time.time()
         self.tracker = None
-        if cfg.track_frequency:   # Meister et al.'s Fig. 1 statistics
+        if cfg.track_frequency and world.main:   # Meister et al.'s Fig. 1 statistics
             from lmlow.analysis.frequency import FrequencyTracker
             self.tracker = FrequencyTracker(self.model, self.valid_ids, self.vocab.count_array(),
                                             self.vocab.eos_id, self.rundir.frequency_file,
@@ -202,6 +226,7 @@ class Trainer:
                                             fresh=resume is None)
         if resume:
             self._restore(resume)
+        self.saved_at = self.state.train_seconds
 
     # ---- optimisers
     def _make_optimizer(self, asgd: bool):
@@ -219,33 +244,63 @@ class Trainer:
         return cls(self.params, lr=self.state.lr, weight_decay=cfg.wdecay, fused=fused)
 
     # ---- checkpoints
-    def _checkpoint(self) -> dict:
+    def _rank_state(self) -> dict:
+        """What differs between ranks: random streams and this rank's columns of the state."""
+        cuda = self.device.type == "cuda"
+        return {"python": _py_state(self.rng), "torch": torch.get_rng_state(),
+                "cuda": [torch.cuda.get_rng_state(self.device)] if cuda else [],
+                "hidden": [(h.cpu(), c.cpu()) for h, c in self.hidden] if self.hidden else None}
+
+    def _checkpoint(self) -> dict | None:
+        """Everything a resume needs, on rank 0 (None elsewhere): every rank's random state
+        and the hidden state of the whole batch (the ranks' columns side by side)."""
+        ranks = gather(self.world, self._rank_state())
+        if ranks is None:
+            return None
+        hidden = [r.pop("hidden") for r in ranks]
+        if hidden[0] is not None:
+            hidden = [(torch.cat([h[i][0] for h in hidden], 1), torch.cat([h[i][1] for h in hidden], 1))
+                      for i in range(len(hidden[0]))]
         return {
             "config": self.cfg.to_dict(), "vocab": self.vocab.words,
             "counts": self.vocab.counts, "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict() if self.optimizer else None,
-            "state": self.state.__dict__.copy(),
-            "rng": {"python": _py_state(self.rng), "torch": torch.get_rng_state(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
-            "hidden": [(h.cpu(), c.cpu()) for h, c in self.hidden] if self.hidden else None,
+            "scaler": self.scaler.state_dict() if self.scaler else None,
+            "state": self.state.__dict__.copy(), "processes": self.world.size,
+            "rng": ranks[0], "ranks": ranks if self.world.distributed else None,
+            "hidden": hidden[0] if hidden[0] is None else hidden,
         }
 
     def _restore(self, ck: dict) -> None:
+        processes = ck.get("processes", 1)
+        if processes != self.world.size:
+            raise LmlowError(f"{self.rundir.last} was written by {processes} training "
+                             f"process(es), and this resume has {self.world.size}: random "
+                             "streams and hidden states are per process, so resume with "
+                             f"{processes} (`lmlow train --resume RUN_DIR --nproc {processes}`)")
         self.model.load_state_dict(ck["model"])
         self.state = RunState(**ck["state"])
-        self._truncate_metrics(self.state.step)
+        if self.world.main:
+            self._truncate_metrics(self.state.step)
         if self.state.asgd:
             self.optimizer = self._make_optimizer(asgd=True)
         if self.optimizer and ck["optimizer"]:
             self.optimizer.load_state_dict(ck["optimizer"])
-        self.rng.setstate(_py_unstate(ck["rng"]["python"]))
-        torch.set_rng_state(ck["rng"]["torch"])
-        if ck["rng"]["cuda"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(ck["rng"]["cuda"])
+        if self.scaler and ck.get("scaler"):
+            self.scaler.load_state_dict(ck["scaler"])
+        rng = ck["ranks"][self.world.rank] if self.world.distributed else ck["rng"]
+        self.rng.setstate(_py_unstate(rng["python"]))
+        torch.set_rng_state(rng["torch"])
+        if rng["cuda"] and self.device.type == "cuda":
+            torch.cuda.set_rng_state(rng["cuda"][0], self.device)
         if ck["hidden"] is not None:
-            self.hidden = [(h.to(self.device), c.to(self.device)) for h, c in ck["hidden"]]
+            cols = self.columns
+            self.hidden = [(h[:, cols].to(self.device), c[:, cols].to(self.device))
+                           for h, c in ck["hidden"]]
 
     def _save_best(self) -> None:
+        if not self.world.main:
+            return
         with self.averaged():
             save_checkpoint({"config": self.cfg.to_dict(), "vocab": self.vocab.words,
                              "counts": self.vocab.counts, "model": self.model.state_dict(),
@@ -273,29 +328,56 @@ class Trainer:
     def validate(self) -> float:
         with self.averaged():
             lp = lstm_logprobs(self.model, self.valid_ids, self.vocab.eos_id,
-                               self.cfg.eval_batch_size, self.cfg.bptt, device=self.device)
+                               self.cfg.eval_batch_size, self.cfg.bptt, device=self.device,
+                               world=self.world)
         self.model.train()
         return -float(np.mean(lp))
 
     # ---- the loop
     def run(self) -> dict:
         """Train until a budget is spent. SIGINT (Ctrl-C) and SIGTERM (a cluster's
-        preemption) end the current update, save ``last.pt`` there and stop: nothing is lost."""
+        preemption) end the current update, save ``last.pt`` there and stop: nothing is lost.
+        (On several processes the ranks stop together at the next of their meetings, within
+        ``SYNC_EVERY`` updates.)"""
         with _stop_on_signals() as stop:
             self.stop = stop
             return self._run()
 
     def _check_signal(self) -> None:
-        if self.stop:
+        """Stop here if a signal came: at once in one process; on several, where the ranks
+        agreed on it (the last :meth:`_sync`), so that all stop after the same update."""
+        signum = self.agreed_signal if self.world.distributed else (self.stop[0] if self.stop else 0)
+        if signum:
             self._save_last()
-            name = signal.Signals(self.stop[0]).name
+            name = signal.Signals(signum).name
             raise Interrupted(f"{name} at update {self.state.step}: saved {self.rundir.last}; "
-                              f"`lmlow train --resume {self.run_dir}` continues",
-                              128 + self.stop[0])
+                              f"`lmlow train --resume {self.run_dir}` continues", 128 + signum)
+
+    def _sync(self) -> None:
+        """Bring the device's running numbers to the host, one wait for the device every few
+        updates instead of one per update: the summed loss and the first update whose loss was
+        not finite (refused here, before anything is saved). On several processes, also sum
+        the loss over the ranks and agree on the clock (the slowest rank's) and on a signal."""
+        st, world = self.state, self.world
+        loss, bad = torch.stack([self.pending_loss, self.first_bad.double()]).cpu().tolist()
+        self.pending_loss.zero_()
+        if world.distributed:
+            loss = float(all_sum(world, np.array([loss]))[0][0])
+            now, (start, epoch_start) = time.time(), self.clocks or (None, None)
+            bad, st.train_seconds, st.epoch_seconds, signum = all_max(world, [
+                bad, now - start if start else st.train_seconds,
+                now - epoch_start if epoch_start else st.epoch_seconds,
+                self.stop[0] if self.stop else 0])
+            self.agreed_signal = int(signum)
+        st.epoch_loss += loss
+        if bad >= 0:
+            raise LmlowError(f"loss became nan or inf at update {int(bad) + 1} (epoch "
+                             f"{st.epoch + 1}); lower --lr or --clip. {self._last_good()}")
 
     def _run(self) -> dict:
         cfg = self.cfg
-        self.rundir.create()
+        if self.world.main:
+            self.rundir.create()
         if cfg.max_epochs == 0:
             loss = self.validate()
             self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": math.exp(loss)})
@@ -305,80 +387,90 @@ class Trainer:
             return self.summary()
         if self.optimizer is None:
             raise LmlowError("every parameter is frozen: nothing to train")
-        data = batchify(self.train_ids, cfg.batch_size)
+        data = batchify(self.train_ids, cfg.batch_size)[:, self.columns]
         self.n_batches = data.shape[0] - 1
-        if self.tracker and self.state.step == 0:  # learning curves start at the initialisation
+        if cfg.track_frequency and self.state.step == 0:  # curves start at the initialisation
             loss = self.validate()
             self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": math.exp(loss),
                                "lr": self.state.lr, "elapsed": 0.0})
-        start = time.time() - self.state.train_seconds
         st = self.state
-        while not budget_spent(cfg, st.epoch, st.step, time.time() - start):
-            if not self._train_epoch(data, start) or self._epoch_end():
+        self.clocks = (time.time() - st.train_seconds, None)   # validations count as time
+        while not budget_spent(cfg, st.epoch, st.step, st.train_seconds):
+            if not self._train_epoch(data) or self._epoch_end():
                 break
             self._check_signal()
-            if budget_spent(cfg, st.epoch, st.step, time.time() - start) == "time":
+            if budget_spent(cfg, st.epoch, st.step, st.train_seconds) == "time":
                 self._say(f"time budget of {cfg.max_time:g} min reached")
         return self.summary()
 
-    def _train_epoch(self, data: np.ndarray, start: float) -> bool:
+    def _batch(self, data: np.ndarray, start: int, seq: int) -> torch.Tensor:
+        """Rows [start, start + seq) on the device; to a GPU from pinned memory, without
+        waiting for the copy."""
+        t = torch.from_numpy(np.ascontiguousarray(data[start:start + seq], np.int64))
+        if self.device.type == "cuda":
+            return t.pin_memory().to(self.device, non_blocking=True)
+        return t
+
+    def _train_epoch(self, data: np.ndarray) -> bool:
         """One pass over the training batches from ``state.position``; False if a budget ended it."""
         cfg, st, model = self.cfg, self.state, self.model
         model.train()
         if st.position == 0 or self.hidden is None:
-            self.hidden = model.init_hidden(cfg.batch_size)
+            self.hidden = model.init_hidden(data.shape[1])
         if st.position == 0:
             st.epoch_loss, st.epoch_tokens, st.epoch_seconds = 0.0, 0, 0.0
-        t0 = time.time() - st.epoch_seconds
+        self.clocks = (self.clocks[0], time.time() - st.epoch_seconds)
         n = data.shape[0] - 1
         bar = _bar(n, st.epoch + 1, self.quiet)
         bar.update(st.position)
-        last_save = time.time()
         while st.position < n - 1:
             if self.tracker:   # at updates 0, 1, 2, 4, ...; no random numbers drawn
                 self.tracker.at_step(st.step, st.epoch + st.position / n, st.train_seconds)
             seq = min(seq_length(self.rng, cfg.bptt), n - st.position)
-            x = torch.from_numpy(np.ascontiguousarray(data[st.position:st.position + seq], np.int64))
-            y = torch.from_numpy(np.ascontiguousarray(data[st.position + 1:st.position + 1 + seq], np.int64))
-            loss_value = self._update(x.to(self.device), y.to(self.device), seq)
-            st.epoch_loss += loss_value * x.numel()
-            st.epoch_tokens += x.numel()
-            st.tokens += x.numel()
+            self._update(self._batch(data, st.position, seq), self._batch(data, st.position + 1, seq), seq)
+            st.epoch_tokens += seq * cfg.batch_size      # the global batch: every rank's columns
+            st.tokens += seq * cfg.batch_size
             st.position += seq
             st.step += 1
-            st.train_seconds, st.epoch_seconds = time.time() - start, time.time() - t0
+            if not self.world.distributed:   # several processes agree on the clock in _sync
+                st.train_seconds, st.epoch_seconds = (time.time() - c for c in self.clocks)
             bar.update(seq)
-            if st.step % 20 == 0:
+            if st.step % SYNC_EVERY == 0:
+                self._sync()
                 bar.set_postfix(loss=f"{st.epoch_loss / st.epoch_tokens:.2f}",
-                                tok_s=f"{st.epoch_tokens / st.epoch_seconds:.0f}")
+                                tok_s=f"{st.epoch_tokens / max(1e-9, st.epoch_seconds):.0f}")
             if cfg.eval_every and st.step % cfg.eval_every == 0:
+                self._sync()
                 loss = self.validate()
                 self._log_metrics({"epoch": st.epoch + st.position / n, "step": st.step,
                                    "valid_loss": loss, "valid_ppl": math.exp(loss),
-                                   "lr": st.lr, "elapsed": round(st.train_seconds, 1)})
-            if time.time() - last_save > 600:      # a killed run loses at most 10 minutes
+                                   "lr": st.lr, "elapsed": round(st.train_seconds, 1),
+                                   **self._scaler_metrics()})
+            if st.train_seconds - self.saved_at > SAVE_EVERY:   # a killed run loses little
                 self._save_last()
-                last_save = time.time()
             spent = budget_spent(cfg, st.epoch, st.step, st.train_seconds)
             if spent in ("steps", "time"):
-                out_of_time = spent == "time"
                 bar.close()
                 self._save_last()
                 if self.tracker:   # the weights the run stops with
                     self.tracker.record(st.step, st.epoch + st.position / n, st.train_seconds, "end")
-                if out_of_time:  # the budget is spent: keep what the partial epoch learnt
+                if spent == "time":  # the budget is spent: keep what the partial epoch learnt
                     self._final_validation(st.epoch + st.position / n)
                 self._say(f"stopped in epoch {st.epoch + 1} at update {st.step}; "
                           f"`lmlow train --resume {self.run_dir}` continues")
                 return False
-            self._check_signal()
+            if not self.world.distributed or st.step % SYNC_EVERY == 0:
+                self._check_signal()
         bar.close()
+        self._sync()
         self.epoch_stats = {"train_loss": st.epoch_loss / max(1, st.epoch_tokens),
                             "tokens_per_s": st.epoch_tokens / max(1e-9, st.epoch_seconds)}
         return True
 
-    def _update(self, x, y, seq: int) -> float:
-        cfg, st, model = self.cfg, self.state, self.model
+    def _update(self, x, y, seq: int) -> None:
+        """One optimiser step on (x, y); nothing here waits for the device (in fp16 the loss
+        scaler does, to decide whether to skip the step)."""
+        cfg, st = self.cfg, self.state
         used = budget_used(cfg, st.epoch + st.position / max(1, self.n_batches), st.step,
                            st.train_seconds)
         lr = learning_rate(cfg, st.lr, st.step, seq, used)
@@ -387,17 +479,16 @@ class Trainer:
         self.hidden = detach_hidden(self.hidden)
         with torch.autocast(self.device.type, enabled=self.amp_dtype is not None,
                             dtype=self.amp_dtype or torch.float32):
-            output, self.hidden, raw, dropped = model(x, self.hidden)
-            loss = lm_loss(model, output, y, cfg.label_smoothing, self.prior)
+            output, self.hidden, raw, dropped = self.net(x, self.hidden)
+            loss = lm_loss(self.model, output, y, cfg.label_smoothing, self.prior)
             total = loss
             if cfg.alpha:
                 total = total + cfg.alpha * dropped.float().pow(2).mean()
             if cfg.beta:
                 total = total + cfg.beta * (raw[1:] - raw[:-1]).float().pow(2).mean()
-        if not torch.isfinite(total):
-            raise LmlowError(f"loss became {total.item()} at update {st.step + 1} (epoch "
-                             f"{st.epoch + 1}); lower --lr or --clip. The last good state is "
-                             f"{self._last_good()}")
+        self.pending_loss += loss.detach().double() * x.numel()
+        bad = ~torch.isfinite(total.detach()) & (self.first_bad < 0)
+        self.first_bad = torch.where(bad, st.step, self.first_bad)
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler:
             self.scaler.scale(total).backward()
@@ -407,11 +498,18 @@ class Trainer:
         if cfg.clip:
             torch.nn.utils.clip_grad_norm_(self.params, cfg.clip)
         if self.scaler:
+            scale = self.scaler.get_scale()
             self.scaler.step(self.optimizer)
             self.scaler.update()
+            st.skipped += self.scaler.get_scale() < scale     # a skipped step lowers the scale
         else:
             self.optimizer.step()
-        return loss.item()
+
+    def _scaler_metrics(self) -> dict:
+        """What the fp16 loss scaler did, for the metrics rows (nothing without one)."""
+        if not self.scaler:
+            return {}
+        return {"loss_scale": self.scaler.get_scale(), "skipped_steps": self.state.skipped}
 
     def _final_validation(self, epoch: float) -> None:
         """Validate the weights a time budget stopped at, and keep them if they are the best.
@@ -421,7 +519,8 @@ class Trainer:
         loss = self.validate()
         self._log_metrics({"epoch": round(epoch, 3), "step": self.state.step, "valid_loss": loss,
                            "valid_ppl": math.exp(loss), "lr": self.state.lr,
-                           "elapsed": round(self.state.train_seconds, 1), "partial_epoch": True})
+                           "elapsed": round(self.state.train_seconds, 1), "partial_epoch": True,
+                           **self._scaler_metrics()})
         if loss < self.state.best_valid:
             self.state.best_valid = loss
             self._save_best()
@@ -441,7 +540,7 @@ class Trainer:
                            "valid_loss": loss, "valid_ppl": math.exp(loss), "lr": st.lr,
                            "optimizer": "asgd" if st.asgd else cfg.optimizer,
                            "tokens_per_s": round(self.epoch_stats["tokens_per_s"]),
-                           "elapsed": round(st.train_seconds, 1)})
+                           "elapsed": round(st.train_seconds, 1), **self._scaler_metrics()})
         if improved:
             st.best_valid, st.stale_epochs = loss, 0
             self._save_best()
@@ -463,7 +562,12 @@ class Trainer:
 
     # ---- reporting
     def _save_last(self) -> None:
-        save_checkpoint(self._checkpoint(), self.rundir.last)
+        """Save ``last.pt`` (every rank takes part; rank 0 writes)."""
+        self._sync()
+        ck = self._checkpoint()
+        if ck is not None:
+            save_checkpoint(ck, self.rundir.last)
+        self.saved_at = self.state.train_seconds
 
     def start(self) -> None:
         """The first checkpoint, before any update: a run killed at any moment from here on
@@ -484,6 +588,8 @@ class Trainer:
         return "No checkpoint was written"
 
     def _log_metrics(self, row: dict) -> None:
+        if not self.world.main:
+            return
         append_jsonl(self.rundir.metrics_file, row)
         if "valid_ppl" in row:
             extra = f" train ppl {row['train_ppl']:.1f}" if "train_ppl" in row else ""
@@ -565,31 +671,38 @@ def _stop_on_signals():
 def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) -> dict:
     """Train a new run in ``run_dir``. Everything (corpus, vectors, model) is built and checked
     before the folder is touched; with ``force`` an earlier run there is set aside and deleted
-    only once the new run has written its first checkpoint, and put back if it fails before."""
-    run = RunDir(run_dir).check_new(force, f"use --resume {run_dir} to continue it, or ")
-    trainer = Trainer(cfg, run.path, quiet=quiet)
-    with run.lock():
-        run.check_new(force, f"use --resume {run_dir} to continue it, or ")  # under the lock
-        with run.replacing():
-            trainer.cfg.save(run.config)
-            trainer.vocab.save(run.vocab)
-            run.record_corpus(trainer.cfg.corpus)
+    only once the new run has written its first checkpoint, and put back if it fails before.
+    Under torchrun every process calls this; rank 0 alone locks and writes the folder."""
+    hint = f"use --resume {run_dir} to continue it, or "
+    run = RunDir(run_dir).check_new(force, hint)    # every rank, before any rank writes
+    world, device = join(cfg.device)
+    trainer = Trainer(cfg, run.path, quiet=quiet, world=world, device=device)
+    with _on_main(world, run.lock):
+        if world.main:
+            run.check_new(force, hint)                # again, under the lock
+        with _on_main(world, run.replacing):
+            if world.main:
+                trainer.cfg.save(run.config)
+                trainer.vocab.save(run.vocab)
+                run.record_corpus(trainer.cfg.corpus)
             trainer.start()
-        if not quiet:
+        if not trainer.quiet:
             r = trainer.init_report
             cov = (f"; vectors cover {r['coverage_types_pct']:.1f}% of vocabulary types, "
                    f"{r['coverage_tokens_pct']:.1f}% of training tokens"
                    if "coverage_types_pct" in r else "")
+            procs = f" x {world.size} processes" if world.distributed else ""
             print(f"{trainer.cfg.describe()}; vocabulary {r['vocabulary']}; parameters "
                   f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}; device "
-                  f"{trainer.device}", flush=True)
+                  f"{trainer.device}{procs}; precision {_precision(trainer)}", flush=True)
         return _finish(trainer)
 
 
 def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **changes) -> dict:
     """Continue a run from its ``last.pt``, as configured; only the budget (``max_epochs``,
     ``max_time``, ``max_steps``) may change, e.g. raised to train longer. ``corpus``: where
-    the run's corpus is now, if it moved (checked against the run's fingerprint)."""
+    the run's corpus is now, if it moved (checked against the run's fingerprint). Under
+    torchrun, with as many processes as the run was trained with."""
     refused = [k for k, v in changes.items() if v is not None and k not in RESUME_CHANGES]
     if refused:
         raise LmlowError("--resume continues a run as configured; only --max-epochs, "
@@ -598,28 +711,46 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise LmlowError(f"{run.path}: no such run folder")
-    run.check_unlocked()
+    world = world_from_env()
+    if world.main:
+        run.check_unlocked()
     if not run.last.exists():
         raise LmlowError(f"{run.last}: no such checkpoint (not a run folder, or a run that has "
                          "not started: train it without --resume)")
-    with run.lock():
-        run.remove_stale_temporaries()
+    with _on_main(world, run.lock):
+        if world.main:
+            run.remove_stale_temporaries()
         ck = load_checkpoint(run.last)
         cfg = Config.from_dict(ck["config"], str(run.last))
         cfg = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v is not None})
         if corpus is not None:
-            cfg.corpus = str(run.move_corpus(corpus))
+            cfg.corpus = str(run.move_corpus(corpus) if world.main else Path(corpus).resolve())
         elif not Path(cfg.corpus).is_dir():
             raise LmlowError(f"{cfg.corpus}: no such corpus folder (the one {run.path} was "
                              "trained on); if it moved, give its new place: `lmlow train "
                              f"NEW_CORPUS --resume {run.path}`")
-        trainer = Trainer(cfg.validate(), run.path, resume=ck, quiet=quiet)
-        cfg.save(run.config)
+        world, device = join(cfg.device)
+        trainer = Trainer(cfg.validate(), run.path, resume=ck, quiet=quiet, world=world,
+                          device=device)
+        if world.main:
+            cfg.save(run.config)
         return _finish(trainer)
+
+
+def _on_main(world: World, context):
+    """``context()`` on rank 0, nothing elsewhere: the run folder's lock and replacement."""
+    return context() if world.main else nullcontext()
+
+
+def _precision(trainer: Trainer) -> str:
+    name = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[trainer.amp_dtype]
+    return name + (" with loss scaling" if trainer.scaler else "")
 
 
 def _finish(trainer: Trainer) -> dict:
     """Run to the end of the budget; ``summary.json``, written last, marks a finished run."""
     summary = trainer.run()
-    atomic_write_json(trainer.rundir.summary_file, summary)
+    if trainer.world.main:
+        atomic_write_json(trainer.rundir.summary_file, summary)
+    leave(trainer.world)
     return summary

@@ -1,0 +1,206 @@
+"""Training on several processes (GPUs, or CPU processes) with PyTorch's own engine: torchrun
+starts the processes and DistributedDataParallel (DDP) all-reduces the gradients.
+
+How one run is split over N processes ("ranks"), and why each rule keeps it exact:
+
+- **The batch.** The training stream is cut into the configured ``batch_size`` columns, as in
+  one process, and rank r trains columns [r B/N, (r+1) B/N). Each rank's loss is a mean over
+  its tokens and DDP averages the ranks' gradients, which is the mean over the global batch:
+  ``batch_size`` and ``lr`` mean what they mean in one process (no rescaling rule needed).
+- **Randomness.** Every rank draws the same sequence lengths (one Python generator seeded
+  with ``seed``) and its own dropout masks (torch seeded from (seed, rank)): a run is
+  reproducible with the same number of processes (not bit for bit across numbers: the
+  masks, and the order of float sums, differ).
+- **Validation** is sharded: each rank scores some of the pieces, the per-token scores are
+  summed over the ranks, so every rank holds the same numbers a single process computes (and
+  NT-ASGD, early stopping and learning-rate decays decide identically everywhere).
+- **Decisions from clocks and signals** (a time budget, the periodic save, SIGTERM) are taken
+  together every ``SYNC_EVERY`` updates by an all-reduce, so the ranks never part ways.
+- **Files.** Only rank 0 writes the run folder. ``last.pt`` holds every rank's random state
+  and the hidden state of the whole batch, gathered to rank 0; a resume needs the same number
+  of processes.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+import torch
+
+from lmlow.errors import LmlowError
+
+TIMEOUT = timedelta(minutes=30)   # a rank waits this long at a collective before giving up
+
+
+@dataclass(frozen=True)
+class World:
+    """This process's place among the training processes (one process: rank 0 of 1)."""
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+    local_size: int = 1
+
+    @property
+    def main(self) -> bool:
+        """Rank 0: the one process that writes files and prints."""
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.size > 1
+
+
+SINGLE = World()
+
+
+def world_from_env(env=os.environ) -> World:
+    """The world torchrun describes in the environment (RANK, WORLD_SIZE, LOCAL_RANK,
+    LOCAL_WORLD_SIZE); one process when WORLD_SIZE is unset."""
+    if "WORLD_SIZE" not in env:
+        return SINGLE
+    try:
+        size = int(env["WORLD_SIZE"])
+        world = World(int(env.get("RANK", 0)), size, int(env.get("LOCAL_RANK", 0)),
+                      int(env.get("LOCAL_WORLD_SIZE", size)))
+    except ValueError:
+        raise LmlowError("RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE must be integers "
+                         "(torchrun sets them)") from None
+    if not 0 <= world.rank < world.size or not 0 <= world.local_rank < world.local_size:
+        raise LmlowError(f"RANK {world.rank} / WORLD_SIZE {world.size} (LOCAL_RANK "
+                         f"{world.local_rank} / LOCAL_WORLD_SIZE {world.local_size}) are not "
+                         "a valid process layout")
+    return world
+
+
+def join(device_name: str) -> tuple[World, torch.device]:
+    """Join the process group torchrun set up (nothing in one process) and pick this rank's
+    device: GPU ``LOCAL_RANK`` with NCCL, or the CPU with gloo."""
+    from lmlow.checkpoint import pick_device
+
+    world = world_from_env()
+    device = pick_device(device_name)
+    if not world.distributed:
+        return world, device
+    import torch.distributed as dist
+
+    if device.type == "cuda":
+        if world.local_rank >= torch.cuda.device_count():
+            raise LmlowError(f"{world.local_size} processes on this node but "
+                             f"{torch.cuda.device_count()} GPUs visible: give torchrun "
+                             "--nproc-per-node at most the number of GPUs")
+        device = torch.device("cuda", world.local_rank)
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=world.rank,
+                                world_size=world.size, timeout=TIMEOUT)
+    return world, device
+
+
+def leave(world: World) -> None:
+    """Leave the process group (at the end of training, or on an error)."""
+    if world.distributed:
+        import torch.distributed as dist
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """Torch's seed for one rank's dropout masks: independent streams for every (seed, rank)."""
+    return int(np.random.SeedSequence([seed, rank]).generate_state(1, np.uint64)[0])
+
+
+def columns(world: World, batch_size: int) -> slice:
+    """The batch columns this rank trains."""
+    if batch_size % world.size:
+        raise LmlowError(f"--batch-size {batch_size} cannot be split evenly over {world.size} "
+                         f"processes: give a multiple of {world.size}")
+    k = batch_size // world.size
+    return slice(world.rank * k, (world.rank + 1) * k)
+
+
+def wrap(world: World, model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """The module the training step calls: DDP around ``model`` on several processes (its
+    frozen parameters are left out of the all-reduce), the model itself in one."""
+    if not world.distributed:
+        return model
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None,
+               gradient_as_bucket_view=True)    # (the model has no buffers to broadcast)
+
+
+def _comm_device() -> torch.device:
+    import torch.distributed as dist
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def all_sum(world: World, *arrays: np.ndarray) -> list[np.ndarray]:
+    """Each array summed over the ranks (float64), in one all-reduce."""
+    if not world.distributed:
+        return [np.asarray(a, np.float64) for a in arrays]
+    import torch.distributed as dist
+
+    flat = np.concatenate([np.asarray(a, np.float64).ravel() for a in arrays])
+    t = torch.from_numpy(flat).to(_comm_device())
+    dist.all_reduce(t)
+    out, i = [], 0
+    flat = t.cpu().numpy()
+    for a in arrays:
+        n = np.asarray(a).size
+        out.append(flat[i:i + n].reshape(np.shape(a)))
+        i += n
+    return out
+
+
+def all_max(world: World, values: list[float]) -> list[float]:
+    """The largest of each value over the ranks: how ranks agree on a clock or a flag."""
+    if not world.distributed:
+        return list(values)
+    import torch.distributed as dist
+
+    t = torch.tensor(values, dtype=torch.float64, device=_comm_device())
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.cpu().tolist()
+
+
+def gather(world: World, obj) -> list | None:
+    """Every rank's ``obj``, in rank order, on rank 0 (None elsewhere)."""
+    if not world.distributed:
+        return [obj]
+    import torch.distributed as dist
+
+    out = [None] * world.size if world.main else None
+    dist.gather_object(obj, out, dst=0)
+    return out
+
+
+def launch(nproc: int, argv: list[str]) -> int:
+    """Run ``lmlow ARGV`` in ``nproc`` processes on this machine through torchrun's own
+    launcher (what ``torchrun --standalone --nproc-per-node N -m lmlow ARGV`` does). Each
+    process prints its own one-line error; this returns the first failed exit code."""
+    import logging
+    import uuid
+
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    for name in ("torch.distributed.elastic", "torch.distributed.launcher"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)   # the workers speak for themselves
+    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=str(uuid.uuid4()),
+                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0,
+                          monitor_interval=0.5)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")   # each process sets its share (--threads)
+    try:
+        elastic_launch(config, sys.executable)("-m", "lmlow", *argv)
+    except ChildFailedError as e:
+        codes = [f.exitcode for f in e.failures.values()]
+        return next((c for c in codes if c > 0), 1 if not codes else abs(codes[0]) + 128)
+    except SignalException as e:     # this launcher was told to stop: so were the workers
+        return 128 + int(e.sigval)
+    return 0

@@ -1,0 +1,125 @@
+"""Training on several processes (PyTorch DDP over gloo, on this CPU): the same numbers as one
+process, exact resume, one set of files; and the fp16 loss scaler's state across a resume."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from conftest import lmlow
+
+from lmlow.checkpoint import load_checkpoint
+from lmlow.errors import LmlowError
+from lmlow.train import resume, train
+from lmlow.config import build_config
+
+NO_DROPOUT = ["--dropout", "0", "--dropouth", "0", "--dropouti", "0", "--dropoute", "0",
+              "--wdrop", "0"]
+
+
+def metrics(run):
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def weights(path):
+    return load_checkpoint(path)["model"]
+
+
+def torchrun(*args):
+    """``torchrun --standalone --nproc-per-node 2 -m lmlow ARGS``, as a user types it."""
+    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"],
+           "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                        "--nproc-per-node", "2", "-m", "lmlow", *map(str, args)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_two_processes_equal_one_process_with_the_whole_batch(speech_corpus, tmp_path):
+    """Dropouts off, so nothing random: 2 ranks x 4 columns must follow 1 process x 8
+    columns (same losses at every update, same weights), with sharded validation equal to one
+    process's, and one set of files."""
+    args = ["train", speech_corpus, "--preset", "tiny", "--max-epochs", "1", "--eval-every", "1",
+            "--seed", "3", *NO_DROPOUT]
+    lmlow(*args, "--out", tmp_path / "one", "--threads", "2", check=True)
+    r = torchrun(*args, "--out", tmp_path / "two")
+    one, two = metrics(tmp_path / "one"), metrics(tmp_path / "two")
+    assert len(two) == len(one) > 40                   # every validation logged once
+    assert [m["step"] for m in two] == [m["step"] for m in one]
+    for a, b in zip(one, two):
+        assert b["valid_loss"] == pytest.approx(a["valid_loss"], abs=1e-5)
+    assert two[-1]["train_loss"] == pytest.approx(one[-1]["train_loss"], abs=1e-5)
+    for name in ("last.pt", "best.pt"):
+        wa, wb = weights(tmp_path / "one" / name), weights(tmp_path / "two" / name)
+        assert all(torch.allclose(wa[k], wb[k], atol=1e-5, rtol=0) for k in wa)
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == \
+        sorted(p.name for p in (tmp_path / "one").iterdir())
+    summary = json.loads((tmp_path / "two" / "summary.json").read_text())
+    assert summary["tokens"] == json.loads((tmp_path / "one" / "summary.json").read_text())["tokens"]
+    assert r.stdout.count("done:") == 1 and "x 2 processes" in r.stdout
+
+
+@pytest.mark.slow
+def test_two_process_run_killed_and_resumed_equals_an_uninterrupted_one(speech_corpus, tmp_path):
+    """Dropouts on (per-rank masks): SIGTERM to the launcher stops both ranks at the same
+    update with every rank's random state and hidden state saved; the resumed run ends
+    bit for bit where an uninterrupted one does."""
+    args = ["train", speech_corpus, "--preset", "tiny", "--max-epochs", "2", "--eval-every", "5",
+            "--seed", "5", "--nproc", "2"]
+    lmlow(*args, "--out", tmp_path / "full", check=True)
+
+    part = tmp_path / "part"
+    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+    proc = subprocess.Popen([sys.executable, "-m", "lmlow.cli", *map(str, args), "--out", part],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 120
+    while not ((part / "metrics.jsonl").exists() and metrics(part)) and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "SIGTERM at update" in err
+    stopped = load_checkpoint(part / "last.pt")
+    assert stopped["processes"] == 2 and len(stopped["ranks"]) == 2
+    assert 0 < stopped["state"]["step"] < metrics(tmp_path / "full")[-1]["step"]
+    assert stopped["hidden"][0][0].shape[1] == 8               # the whole batch's state
+
+    with pytest.raises(LmlowError, match="written by 2 training process"):
+        resume(part, quiet=True)                               # one process cannot continue it
+    lmlow("train", "--resume", part, "--nproc", "2", check=True)
+    a, b = metrics(tmp_path / "full"), metrics(part)
+    assert [m["valid_ppl"] for m in a] == [m["valid_ppl"] for m in b]
+    wa, wb = weights(tmp_path / "full" / "best.pt"), weights(part / "best.pt")
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_loss_scaler_state_survives_a_resume(speech_corpus, tmp_path, monkeypatch):
+    """The fp16 path's GradScaler, on this CPU (torch.amp.GradScaler("cpu") on fp32 losses):
+    a scale so large that the first updates overflow makes it skip steps and lower the scale,
+    and a short growth interval raises it again; a run stopped in the middle and resumed must
+    skip the same steps and end with the same scale and weights as one that was not."""
+    import lmlow.train as training
+
+    monkeypatch.setattr(training, "make_scaler", lambda dtype, device: torch.amp.GradScaler(
+        "cpu", init_scale=2.0 ** 126, growth_interval=4))
+    cfg = build_config("tiny", None, corpus=str(speech_corpus), max_epochs=1, seed=2, eval_every=10)
+    train(cfg, tmp_path / "full", quiet=True)
+    train(build_config("tiny", None, corpus=str(speech_corpus), max_epochs=1, seed=2,
+                       eval_every=10, max_steps=15), tmp_path / "part", quiet=True)
+    mid = load_checkpoint(tmp_path / "part" / "last.pt")
+    assert mid["scaler"]["scale"] <= 2.0 ** 126 and mid["state"]["skipped"] > 0
+    resume(tmp_path / "part", quiet=True, max_steps=0)
+
+    full, part = (load_checkpoint(tmp_path / r / "last.pt") for r in ("full", "part"))
+    assert full["scaler"] == part["scaler"]
+    assert full["state"]["skipped"] == part["state"]["skipped"] >= mid["state"]["skipped"]
+    assert all(torch.equal(full["model"][k], part["model"][k]) for k in full["model"])
+    rows = metrics(tmp_path / "full")
+    assert rows[-1]["skipped_steps"] == full["state"]["skipped"] and rows[-1]["loss_scale"] > 0
+    other = metrics(tmp_path / "part")
+    assert [(r["valid_ppl"], r["skipped_steps"]) for r in other] == \
+        [(r["valid_ppl"], r["skipped_steps"]) for r in rows]
