@@ -111,6 +111,8 @@ class Config:
     precision: str = _f("auto", "autocast precision: auto (bf16 on GPUs that have it, else fp16 "
                         "with loss scaling; bf16 on CPUs with AMX, else fp32), fp32, bf16 or "
                         "fp16 (CUDA only); weights, optimiser and softmax stay fp32")
+    deterministic: bool = _f(False, "bitwise-reproducible GPU training: deterministic cuDNN and "
+                             "cuBLAS kernels (slower; CPU runs are deterministic anyway)")
     threads: int = _f(0, "CPU threads (0: the cores this process may use, by CPU affinity and "
                       "cgroup quota, shared among the processes of a node under torchrun); "
                       "with several trainings on one machine, give each its share")

@@ -58,6 +58,15 @@ def available_cpus() -> int:
     return max(1, n)
 
 
+def deterministic_kernels() -> None:
+    """Only kernels that give the same bits every time (a GPU's defaults may sum in any
+    order): what makes a resumed GPU run bitwise equal to an uninterrupted one. cuBLAS needs
+    its workspace fixed before its first use in the process."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+
+
 def load_embeddings(cfg: Config):
     if not cfg.embeddings:
         return None
@@ -184,6 +193,8 @@ class Trainer:
         self.run_dir = self.rundir.path
         torch.set_num_threads(cfg.threads or max(1, available_cpus() // world.local_size))
         self.device = device or pick_device(cfg.device)
+        if cfg.deterministic:
+            deterministic_kernels()
         self.columns = columns(world, cfg.batch_size)
         self.kv = None if resume else load_embeddings(cfg)  # a resumed model has its weights
         self.cfg = cfg = cfg if resume else built_config(cfg, self.kv)

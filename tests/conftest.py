@@ -2,6 +2,7 @@
 tests run the real ``lmlow`` command (:func:`lmlow` in a subprocess, :func:`cli` in-process)."""
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -35,6 +36,31 @@ def speech_corpus(tmp_path_factory) -> Path:
     prepare([SPEECHES], out, tokenizer="spacy", norm=Normalisation.ptb(), valid=0.15, test=0.15,
             seed=3, documents="line", show_progress=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def vectors(speech_corpus, tmp_path_factory):
+    """Real (tiny) GloVe vectors trained on the speech corpus's training text."""
+    from lmlow.glove import GloveConfig, save_vectors, train_glove
+
+    kv, _ = train_glove([speech_corpus / "train.txt"], GloveConfig(dim=24, epochs=3, min_count=2,
+                                                                   threads=1), show_progress=False)
+    return save_vectors(kv, tmp_path_factory.mktemp("vec") / "v.txt")[0]
+
+
+def unigram_perplexity(corpus: Path, k: int) -> float:
+    """Validation perplexity of the training unigram distribution under UNK threshold ``k``,
+    counted here from the text (independently of lmlow's vocabulary code)."""
+    from collections import Counter
+
+    from lmlow.data.textio import iter_sentences
+
+    train = Counter(t for s in iter_sentences(corpus / "train.txt") for t in s)
+    kept = {w: c for w, c in train.items() if c >= k}
+    kept["<unk>"] = sum(c for w, c in train.items() if c < k)
+    total = sum(kept.values())
+    valid = [t if t in kept else "<unk>" for s in iter_sentences(corpus / "valid.txt") for t in s]
+    return math.exp(-sum(math.log(kept[t] / total) for t in valid) / len(valid))
 
 
 def lmlow(*args, cache=None, check: bool = False) -> subprocess.CompletedProcess:

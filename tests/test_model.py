@@ -1,30 +1,18 @@
 """The model's maths and the embedding configurations: tying shares, freezing holds,
 unigram init predicts the unigram distribution, the loss is chunked correctly."""
-import math
-from collections import Counter
 
 import numpy as np
 import pytest
 import torch
+from conftest import unigram_perplexity
 
 from lmlow import train as train_mod
 from lmlow.config import Config, build_config, table1_configurations
-from lmlow.data.textio import iter_sentences
 from lmlow.errors import LmlowError
 from lmlow.evaluate import lstm_logprobs
 from lmlow.model import AWDLSTM, log_unigram
 from lmlow.loss import lm_loss
 from lmlow.train import Trainer
-
-
-@pytest.fixture(scope="module")
-def vectors(speech_corpus, tmp_path_factory):
-    """Real (tiny) GloVe vectors trained on the corpus's training text."""
-    from lmlow.glove import GloveConfig, save_vectors, train_glove
-
-    kv, _ = train_glove([speech_corpus / "train.txt"], GloveConfig(dim=24, epochs=3, min_count=2,
-                                                                   threads=1), show_progress=False)
-    return save_vectors(kv, tmp_path_factory.mktemp("vec") / "v.txt")[0]
 
 
 def tiny(corpus, **kw):
@@ -79,13 +67,7 @@ def test_untrained_unigram_model_predicts_the_training_unigram(speech_corpus, tm
     """Validation perplexity of the initialised model equals, within 1%, the perplexity of the
     training unigram distribution computed here independently."""
     k = 2
-    train = Counter(t for s in iter_sentences(speech_corpus / "train.txt") for t in s)
-    kept = {w: c for w, c in train.items() if c >= k}
-    kept["<unk>"] = sum(c for w, c in train.items() if c < k)
-    total = sum(kept.values())
-    valid = [t if t in kept else "<unk>" for s in iter_sentences(speech_corpus / "valid.txt") for t in s]
-    unigram_ppl = math.exp(-sum(math.log(kept[t] / total) for t in valid) / len(valid))
-
+    unigram_ppl = unigram_perplexity(speech_corpus, k)
     cfg = tiny(speech_corpus, tie=False, init="unigram", unk_threshold=k, max_epochs=0)
     summary = train_mod.train(cfg, tmp_path / "run", quiet=True)
     assert summary["best_valid_ppl"] == pytest.approx(unigram_ppl, rel=0.01)

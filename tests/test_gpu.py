@@ -1,0 +1,106 @@
+"""The GPU path (``pytest -m gpu``; skipped, with the reason, where torch sees no CUDA device):
+every Table 1 configuration in fp32, bf16 and fp16; tying and freezing on the GPU; GPU and CPU
+scores of one checkpoint; bitwise fp32 resume and exact fp16 resume with the loss scaler;
+unigram init; the weight-dropped LSTM handed to cuDNN without a copy."""
+import os
+import warnings
+
+import pytest
+import torch
+from conftest import unigram_perplexity
+
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # before cuBLAS starts
+
+from lmlow.checkpoint import load_checkpoint  # noqa: E402
+from lmlow.config import Config, build_config, table1_configurations  # noqa: E402
+from lmlow.runs import load  # noqa: E402
+from lmlow.train import Trainer, resume, train  # noqa: E402
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA GPU here; run `pytest -m gpu` on a machine "
+    "with one")]
+
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def gpu(corpus, **kw):
+    return build_config("tiny", None, corpus=str(corpus), emb_size=24, device="cuda", **kw)
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+@pytest.mark.parametrize("combo", table1_configurations(), ids=lambda c: Config(
+    embeddings="x", **c).describe())
+def test_every_table1_configuration_trains_on_the_gpu(combo, precision, speech_corpus, vectors,
+                                                      tmp_path):
+    if precision == "bf16" and not torch.cuda.is_bf16_supported():
+        pytest.skip("this GPU has no bf16")
+    cfg = gpu(speech_corpus, embeddings=str(vectors), max_steps=4, dropoute=0.0,
+              precision=precision, **combo)
+    t = Trainer(cfg, tmp_path / "run", quiet=True)
+    assert t.device.type == "cuda" and t.amp_dtype == PRECISIONS[precision]
+    assert (t.scaler is not None) == (precision == "fp16")
+    m = t.model
+    assert (m.decoder.weight is m.encoder.weight) == cfg.tie
+    before = {n: p.detach().clone() for n, p in m.named_parameters()}
+    t.run()
+    after = dict(m.named_parameters())
+    frozen = {"encoder.weight": cfg.freeze_input or (cfg.tie and cfg.freeze_output),
+              "decoder.weight": cfg.freeze_output or (cfg.tie and cfg.freeze_input)}
+    for name, is_frozen in frozen.items():
+        if name in after:
+            assert torch.equal(before[name], after[name].detach()) == is_frozen, name
+    assert all(torch.isfinite(p).all() for p in after.values())
+    assert not torch.equal(before["rnns.0.lstm.weight_ih_l0"], after["rnns.0.lstm.weight_ih_l0"])
+    assert all(p.dtype == torch.float32 for p in after.values())   # weights stay fp32
+
+
+def test_gpu_and_cpu_scores_of_one_checkpoint_agree(speech_corpus, tmp_path):
+    train(gpu(speech_corpus, max_epochs=1), tmp_path / "run", quiet=True)
+    on_gpu = load(tmp_path / "run", device="cuda").evaluate("valid")
+    on_cpu = load(tmp_path / "run", device="cpu").evaluate("valid")
+    assert on_gpu.perplexity == pytest.approx(on_cpu.perplexity, rel=1e-4)
+    assert on_gpu.tokens == on_cpu.tokens
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_a_resumed_gpu_run_equals_an_uninterrupted_one(precision, speech_corpus, tmp_path):
+    """Deterministic kernels: fp32 bit for bit; fp16 too, because the loss scaler's state
+    (scale, growth tracker) comes back with the run."""
+    cfg = dict(max_epochs=2, seed=4, precision=precision, deterministic=True)
+    train(gpu(speech_corpus, **cfg), tmp_path / "full", quiet=True)
+    train(gpu(speech_corpus, max_steps=30, **cfg), tmp_path / "part", quiet=True)
+    resume(tmp_path / "part", quiet=True, max_steps=0)
+    a, b = (load_checkpoint(tmp_path / r / "last.pt") for r in ("full", "part"))
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert a["scaler"] == b["scaler"] and (a["scaler"] is not None) == (precision == "fp16")
+
+
+def test_unigram_init_gives_the_unigram_perplexity_on_the_gpu(speech_corpus, tmp_path):
+    cfg = gpu(speech_corpus, tie=False, init="unigram", unk_threshold=2, max_epochs=0)
+    summary = train(cfg, tmp_path / "run", quiet=True)
+    assert summary["best_valid_ppl"] == pytest.approx(unigram_perplexity(speech_corpus, 2), rel=0.01)
+
+
+def test_weight_drop_hands_cudnn_one_buffer():
+    """No "not part of single contiguous chunk of memory" warning (cuDNN's copy of the
+    weights) in a training step, and the same numbers as the plain functional call."""
+    from torch.func import functional_call
+
+    from lmlow.model import WeightDropLSTM
+
+    torch.manual_seed(0)
+    layer = WeightDropLSTM(64, 96, 0.5).cuda().train()
+    x = torch.randn(35, 8, 64, device="cuda", requires_grad=True)
+    h = (torch.zeros(1, 8, 96, device="cuda"), torch.zeros(1, 8, 96, device="cuda"))
+    w = layer.lstm.weight_hh_l0 * 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, (hn, cn) = layer.flat_call(x, h, w)
+        grads = torch.autograd.grad(out.sum() + cn.sum(), [x, *layer.parameters()])
+    w = layer.lstm.weight_hh_l0 * 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref, (_, cref) = functional_call(layer.lstm, {"weight_hh_l0": w}, (x, h))
+    ref_grads = torch.autograd.grad(ref.sum() + cref.sum(), [x, *layer.parameters()])
+    assert torch.allclose(out, ref, atol=1e-5)
+    assert all(torch.allclose(g, r, atol=1e-4) for g, r in zip(grads, ref_grads))
