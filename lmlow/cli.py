@@ -551,12 +551,14 @@ def _settings(args) -> dict:
 
 def cmd_train(args) -> None:
     from lmlow.config import build_config
+    from lmlow.rundir import RunDir
     from lmlow.train import resume, train
 
     settings = _settings(args)
     if args.resume:
         given = {"out": args.out, "config": args.config, "preset": args.preset}
         if args.nproc > 1:
+            _check_resumable(args.resume, args.nproc)
             return _launch(args)
         summary = resume(args.resume, quiet=args.quiet, corpus=args.corpus, **settings, **given)
     else:
@@ -567,10 +569,13 @@ def cmd_train(args) -> None:
         cfg = build_config(args.preset, args.config, **settings)
         if not cfg.corpus:
             raise LmlowError("give a CORPUS folder (or corpus in --config)")
-        if args.nproc > 1:
+        if args.nproc > 1:    # what would fail in every process is said once, here
             if cfg.batch_size % args.nproc:
                 raise LmlowError(f"--batch-size {cfg.batch_size} cannot be split evenly over "
                                  f"--nproc {args.nproc} processes: give a multiple of {args.nproc}")
+            if not Path(cfg.corpus).is_dir():
+                raise LmlowError(f"{cfg.corpus}: no such corpus folder")
+            RunDir(args.out).check_new(args.force, f"use --resume {args.out} to continue it, or ")
             return _launch(args)
         summary = train(cfg, args.out, force=args.force, quiet=args.quiet)
     if not args.quiet and _rank() == 0:
@@ -584,6 +589,20 @@ def _rank() -> int:
     """This process's rank under torchrun (0 alone): only rank 0 reports."""
     from lmlow.distributed import world_from_env
     return world_from_env().rank
+
+
+def _check_resumable(run_dir: Path, nproc: int) -> None:
+    """--resume --nproc N: the run exists, has a checkpoint, and was trained with N processes."""
+    from lmlow.checkpoint import load_checkpoint
+    from lmlow.rundir import RunDir
+
+    run = RunDir(run_dir)
+    if not run.last.exists():
+        raise LmlowError(f"{run.last}: no such checkpoint")
+    processes = load_checkpoint(run.last).get("processes", 1)
+    if processes != nproc:
+        raise LmlowError(f"{run.last} was written by {processes} training process(es); resume "
+                         f"it with --nproc {processes}")
 
 
 def _launch(args) -> None:

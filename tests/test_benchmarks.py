@@ -1,0 +1,35 @@
+"""The GPU and multi-process benchmarks run here too, at small sizes, so that they cannot rot
+while no GPU is at hand (their numbers live in BENCHMARKS.md, never in tests)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def run(script, *args):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, str(BENCH / script), *map(str, args)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_gpu_speed_runs_on_the_cpu(tmp_path):
+    out = run("gpu_speed.py", "--device", "cpu", "--preset", "tiny", "--vocab", "300", "2000",
+              "--precision", "fp32", "--steps", "1", "--json", tmp_path / "rows.json")
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert [r["vocab"] for r in rows] == [300, 2000]
+    assert all(r["plain_tokens_per_s"] > 0 and r["lmlow_tokens_per_s"] > 0 for r in rows)
+    assert out.count("| 2,000 | fp32 |") == 1
+
+
+@pytest.mark.slow
+def test_ddp_scaling_runs_on_the_cpu(speech_corpus):
+    out = run("ddp_scaling.py", speech_corpus, "--preset", "tiny", "--steps", "20")
+    lines = [line for line in out.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    assert len(lines) == 2 and lines[0].endswith("| 1.00 |")
