@@ -244,9 +244,10 @@ def _sweep_parser(sub) -> None:
                        "applies to every run.",
                        epilog="Example: lmlow sweep data/ptb --grid six --out sweeps/ptb-six "
                        "--embeddings vectors/ptb.200d.txt --seeds 1,2,3 --max-time 5")
-    p.add_argument("corpus", type=Path, help="corpus folder")
-    p.add_argument("--grid", required=True, help="table1, six, unk, pretrain, datasize or FILE.toml")
-    p.add_argument("--out", type=Path, required=True, help="sweep folder (created)")
+    p.add_argument("corpus", type=Path, help="corpus folder (with --status or --cancel: the "
+                   "sweep folder)")
+    p.add_argument("--grid", help="table1, six, unk, pretrain, datasize or FILE.toml")
+    p.add_argument("--out", type=Path, help="sweep folder (created)")
     p.add_argument("--preset", default="small", choices=list(PRESETS),
                    help="defaults of every run (default: small)")
     p.add_argument("--embeddings", type=str_list, default=[], metavar="FILE[,FILE...]",
@@ -261,10 +262,52 @@ def _sweep_parser(sub) -> None:
     p.add_argument("--jobs", type=at_least(1), default=1,
                    help="runs at a time; CPU threads are split between them (default: 1)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print the `lmlow train` commands, one per line (for SLURM arrays, GNU "
-                   "parallel), and run nothing")
+                   help="print the `lmlow train` commands, one per line (for another scheduler, "
+                   "GNU parallel), and run nothing")
+    p.add_argument("--executor", choices=["local", "slurm"], default="local",
+                   help="local: run here, --jobs at a time (default); slurm: submit one SLURM job "
+                   "array (one task per run not finished or queued) and return")
+    p.add_argument("--status", action="store_true", help="print every run's state (finished, "
+                   "running on which job/node, pending, failed with its log's last lines, "
+                   "stopped) from the run folders and the scheduler")
+    p.add_argument("--cancel", action="store_true", help="cancel the sweep's queued and running "
+                   "SLURM tasks (runs keep their last.pt; the sweep command resumes them)")
+    g = p.add_argument_group("SLURM (--executor slurm; each task trains one run)")
+    g.add_argument("--partition", help="partition (sbatch --partition)")
+    g.add_argument("--time", help="time limit per task, SLURM's format (e.g. 4:00:00); a run "
+                   "that needs longer saves and requeues itself before it")
+    g.add_argument("--gpus-per-run", type=at_least(0), default=0, metavar="N",
+                   help="GPUs per task (--gres=gpu:N); more than 1 trains with --nproc N (DDP); "
+                   "range [0, GPUs per node]")
+    g.add_argument("--cpus-per-run", type=at_least(1), metavar="N",
+                   help="CPU cores per task (--cpus-per-task; also the run's --threads)")
+    g.add_argument("--mem", help="memory per task (e.g. 16G)")
+    g.add_argument("--array-parallelism", type=at_least(1), metavar="N",
+                   help="at most N tasks at once (the array's %%N throttle)")
+    g.add_argument("--account", help="account to charge (sbatch --account)")
+    g.add_argument("--qos", help="quality of service (sbatch --qos)")
+    g.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                   help="an extra sbatch option for the job script, e.g. --sbatch-arg=--constraint=a100 "
+                   "(repeatable)")
+    g.add_argument("--slurm-setup", action="append", default=[], metavar="LINE",
+                   help="a shell line run before each task, e.g. 'module load cuda' or 'source "
+                   "venv/bin/activate' (repeatable)")
     _add_config_args(p, skip=("embeddings", "seed"))
     p.set_defaults(func=cmd_sweep)
+
+
+def _sweep_task_parser(sub) -> None:
+    p = sub.add_parser("sweep-task", help="one task of a SLURM sweep (the job script runs it)",
+                       description="Train the INDEX-th run folder listed in RUNS_FILE of SWEEP_DIR "
+                       "(new, resumed, or nothing if finished), passing SIGTERM on and requeueing "
+                       "itself on SIGUSR1 (the time limit is near). `lmlow sweep --executor slurm` "
+                       "writes job scripts that call it.")
+    p.add_argument("sweep_dir", type=Path)
+    p.add_argument("runs_file", type=Path)
+    p.add_argument("index", type=at_least(0))
+    p.add_argument("--gpus", type=at_least(0), default=0, help="GPUs of the task (>1: --nproc)")
+    p.add_argument("--threads", type=at_least(1), help="CPU threads of a new run")
+    p.set_defaults(func=cmd_sweep_task)
 
 
 def _report_parser(sub) -> None:
@@ -396,7 +439,7 @@ def _bias_sweep_parser(sub) -> None:
     p.set_defaults(func=cmd_bias_sweep)
 
 
-COMMANDS = (_prepare_parser, _vocab_parser, _unk_parser, _stats_parser, _embed_parser, _neighbours_parser, _train_parser, _ngram_parser, _eval_parser, _score_parser, _sweep_parser, _report_parser, _analyze_parser, _compare_parser, _generate_parser, _bias_sweep_parser)
+COMMANDS = (_prepare_parser, _vocab_parser, _unk_parser, _stats_parser, _embed_parser, _neighbours_parser, _train_parser, _ngram_parser, _eval_parser, _score_parser, _sweep_parser, _sweep_task_parser, _report_parser, _analyze_parser, _compare_parser, _generate_parser, _bias_sweep_parser)
 
 
 def _add_config_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
@@ -643,16 +686,28 @@ def cmd_ngram(args) -> None:
 
 
 def cmd_sweep(args) -> None:
-    from lmlow.sweep import dry_run, execute, plan
+    from lmlow.sweep import ELSEWHERE, dry_run, execute, plan
 
+    if args.status or args.cancel:
+        return _sweep_status(args.out or args.corpus, args.cancel)
+    if not args.grid or not args.out:
+        raise LmlowError("give --grid GRID and --out SWEEP_DIR (or --status / --cancel)")
     extra = {k: v for k, v in _settings(args).items() if k not in ("embeddings", "seed")}
     runs = plan(args.corpus, args.out, args.grid, args.seeds, args.preset, args.embeddings,
                 args.values, extra, args.unigram)
     if args.dry_run:
         print("\n".join(dry_run(runs, args.out)))
         return
-    from lmlow.sweep import ELSEWHERE
+    if args.executor == "slurm":
+        from lmlow.slurm import SlurmOptions, submit
 
+        opts = SlurmOptions(args.partition, args.time, args.gpus_per_run, args.cpus_per_run,
+                            args.mem, args.array_parallelism, args.account, args.qos,
+                            args.sbatch_arg, args.slurm_setup)
+        if submit(runs, args.out, opts) is not None:
+            print(f"`lmlow sweep {args.out} --status` shows progress; the same sweep command "
+                  "submits what is neither finished nor queued")
+        return
     results = execute(runs, args.out, args.jobs)
     failed = [r.folder for r, code in results if code not in (0, ELSEWHERE)]
     if failed:
@@ -661,6 +716,32 @@ def cmd_sweep(args) -> None:
     elsewhere = sum(code == ELSEWHERE for _, code in results)
     print(f"done{f'; {elsewhere} runs are being trained by another process' if elsewhere else ''};"
           f" `lmlow report {args.out}` writes the table")
+
+
+def _sweep_status(sweep_dir: Path, cancel: bool) -> None:
+    from lmlow.slurm import cancel as cancel_tasks, status
+    from lmlow.tables import markdown
+
+    if cancel:
+        cancel_tasks(sweep_dir)
+    rows = status(sweep_dir)
+    cols = ["run", "state", "job", "node", "progress", "detail"]
+    print(markdown(cols, [[r[c] for c in cols] for r in rows]))
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["state"]] = counts.get(r["state"], 0) + 1
+    print(", ".join(f"{n} {state}" for state, n in counts.items()))
+
+
+def cmd_sweep_task(args) -> None:
+    from lmlow.slurm import run_task
+
+    code = run_task(args.sweep_dir, args.runs_file, args.index, args.gpus, args.threads)
+    if code:
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        e = LmlowError(f"the run's `lmlow train` {how}; its output is in {args.sweep_dir}/logs/")
+        e.exit_code = code if code > 0 else 128 - code
+        raise e
 
 
 def cmd_report(args) -> None:

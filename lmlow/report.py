@@ -85,15 +85,28 @@ def baseline_row(run_dir: Path) -> dict:
             "tokens/s": None, "minutes": cfg.get("train_seconds", 0) / 60, "runs": [str(run_dir)]}
 
 
+def missing_runs(sweep_dir: Path) -> tuple[int, list[str]]:
+    """(planned runs, the planned runs not finished) from the sweep's ``sweep.json``: a report
+    of a sweep in progress says what it does not include yet."""
+    plan = Path(sweep_dir) / "sweep.json"
+    if not plan.exists():
+        return 0, []
+    folders = [f"{r['name']}.seed{r['seed']}" for r in read_json(plan)]
+    return len(folders), [f for f in folders if not RunDir(Path(sweep_dir) / f).finished]
+
+
 def write_report(sweep_dir: Path, baseline: Path | None = None) -> list[Path]:
     sweep_dir = Path(sweep_dir)
     rows = collect(sweep_dir)
     if baseline:
         rows.append(baseline_row(baseline))
     table = [[r[c] for c in COLUMNS] for r in rows]
+    planned, missing = missing_runs(sweep_dir)
+    partial = (f"\n\n**Partial: {planned - len(missing)} of {planned} planned runs finished**; "
+               f"not yet: {', '.join(missing)}." if missing else "")
     md = sweep_dir / "results.md"
     atomic_write_text(md, f"# {sweep_dir.name}\n\nValidation and test perplexity of each run's "
-                      f"best checkpoint; mean and sd over seeds.\n\n"
+                      f"best checkpoint; mean and sd over seeds.{partial}\n\n"
                       + markdown(COLUMNS, table, digits=4) + "\n")
     csv = sweep_dir / "results.csv"
     atomic_write_text(csv, to_csv(COLUMNS, table))

@@ -140,11 +140,17 @@ def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
     return cmd
 
 
+def record_plan(runs: list[Run], out: Path) -> None:
+    """``SWEEP/sweep.json``: every planned run (its settings and seed), what `--status`, the
+    report's count of missing runs and a SLURM task read."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "sweep.json", [r.__dict__ for r in runs])
+
+
 def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
             log=print) -> list[tuple[Run, int]]:
     """Run the unfinished runs, ``jobs`` at a time with the CPU cores split between them."""
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "sweep.json", [r.__dict__ for r in runs])
+    record_plan(runs, out)
     lmlow = [sys.executable, "-m", "lmlow.cli"]
     unfinished = [r for r in runs if not RunDir(out / r.folder).finished]
     elsewhere = [r for r in unfinished if RunDir(out / r.folder).locked_by()]
