@@ -163,6 +163,7 @@ class RunState:
     valid_history: list = field(default_factory=list)
     asgd: bool = False
     stale_epochs: int = 0
+    epoch_improved: bool = False    # a validation of this epoch (mid-epoch too) set a new best
     train_seconds: float = 0.0
     lr: float = 0.0                 # the base rate; schedules change it at epoch ends
     epoch_loss: float = 0.0         # running sums of the current epoch (kept across resume),
@@ -452,21 +453,18 @@ class Trainer:
                                 tok_s=f"{st.epoch_tokens / max(1e-9, st.epoch_seconds):.0f}")
             if cfg.eval_every and st.step % cfg.eval_every == 0:
                 self._sync()
-                loss = self.validate()
-                self._log_metrics({"epoch": st.epoch + st.position / n, "step": st.step,
-                                   "valid_loss": loss, "valid_ppl": math.exp(loss),
-                                   "lr": st.lr, "elapsed": round(st.train_seconds, 1),
-                                   **self._scaler_metrics()})
+                self._mid_epoch_validation(st.epoch + st.position / n)
             if st.train_seconds - self.saved_at > SAVE_EVERY:   # a killed run loses little
                 self._save_last()
             spent = budget_spent(cfg, st.epoch, st.step, st.train_seconds)
             if spent in ("steps", "time"):
                 bar.close()
-                self._save_last()
+                self._sync()
+                if not (cfg.eval_every and st.step % cfg.eval_every == 0):   # not just done
+                    self._mid_epoch_validation(st.epoch + st.position / n)
+                self._save_last()          # after the validation: last.pt knows the best
                 if self.tracker:   # the weights the run stops with
                     self.tracker.record(st.step, st.epoch + st.position / n, st.train_seconds, "end")
-                if spent == "time":  # the budget is spent: keep what the partial epoch learnt
-                    self._final_validation(st.epoch + st.position / n)
                 self._say(f"stopped in epoch {st.epoch + 1} at update {st.step}; "
                           f"`lmlow train --resume {self.run_dir}` continues")
                 return False
@@ -522,18 +520,20 @@ class Trainer:
             return {}
         return {"loss_scale": self.scaler.get_scale(), "skipped_steps": self.state.skipped}
 
-    def _final_validation(self, epoch: float) -> None:
-        """Validate the weights a time budget stopped at, and keep them if they are the best.
-
-        (A run stopped by --max-steps, or killed, skips this, so that resuming it replays
-        exactly what an uninterrupted run would have done.)"""
+    def _mid_epoch_validation(self, epoch: float) -> None:
+        """Validate inside an epoch (``--eval-every``, or where a step or time budget stops
+        the run) and keep the weights in ``best.pt`` if they are the best so far: best means
+        best, wherever it was measured. Validation draws no random numbers, so a run stopped
+        and resumed still trains exactly as an uninterrupted one (its metrics hold one more
+        row, marked ``partial_epoch``)."""
+        st = self.state
         loss = self.validate()
-        self._log_metrics({"epoch": round(epoch, 3), "step": self.state.step, "valid_loss": loss,
-                           "valid_ppl": math.exp(loss), "lr": self.state.lr,
-                           "elapsed": round(self.state.train_seconds, 1), "partial_epoch": True,
+        self._log_metrics({"epoch": round(epoch, 3), "step": st.step, "valid_loss": loss,
+                           "valid_ppl": math.exp(loss), "lr": st.lr,
+                           "elapsed": round(st.train_seconds, 1), "partial_epoch": True,
                            **self._scaler_metrics()})
-        if loss < self.state.best_valid:
-            self.state.best_valid = loss
+        if loss < st.best_valid:
+            st.best_valid, st.epoch_improved = loss, True
             self._save_best()
 
     def _epoch_end(self) -> bool:
@@ -545,18 +545,18 @@ class Trainer:
         loss = self.validate()
         if self.tracker:
             self.tracker.record(st.step, st.epoch, st.train_seconds, "epoch")
-        improved = loss < st.best_valid
+        improved = loss < st.best_valid or st.epoch_improved    # this epoch set a new best
         self._log_metrics({"epoch": st.epoch, "step": st.step, "train_loss": self.epoch_stats["train_loss"],
                            "train_ppl": math.exp(min(50, self.epoch_stats["train_loss"])),
                            "valid_loss": loss, "valid_ppl": math.exp(loss), "lr": st.lr,
                            "optimizer": "asgd" if st.asgd else cfg.optimizer,
                            "tokens_per_s": round(self.epoch_stats["tokens_per_s"]),
                            "elapsed": round(st.train_seconds, 1), **self._scaler_metrics()})
-        if improved:
-            st.best_valid, st.stale_epochs = loss, 0
+        if loss < st.best_valid:
+            st.best_valid = loss
             self._save_best()
-        else:
-            st.stale_epochs += 1
+        st.stale_epochs = 0 if improved else st.stale_epochs + 1
+        st.epoch_improved = False
         # NT-ASGD (Merity et al.): average once validation has not improved for `nonmono` epochs
         if (cfg.optimizer == "sgd" and cfg.asgd and not st.asgd and len(st.valid_history) > cfg.nonmono
                 and loss > min(st.valid_history[:-cfg.nonmono])):

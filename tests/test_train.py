@@ -30,9 +30,11 @@ def test_killed_run_resumes_to_the_same_numbers(speech_corpus, tmp_path):
     assert ck["state"]["step"] == 45 and ck["state"]["position"] > 0  # stopped mid-epoch
     resume(part, quiet=True, max_steps=0)
     a, b = metrics(full), metrics(part)
+    assert [r["step"] for r in b if r.get("partial_epoch")] == [45]   # the stop validated
+    b = [r for r in b if not r.get("partial_epoch")]
     assert [r["valid_ppl"] for r in a] == [r["valid_ppl"] for r in b]
     assert [r["train_loss"] for r in a] == pytest.approx([r["train_loss"] for r in b], rel=1e-9)
-    sa, sb = (load_checkpoint(p / "best.pt")["model"] for p in (full, part))
+    sa, sb = (load_checkpoint(p / "last.pt")["model"] for p in (full, part))
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
@@ -112,6 +114,22 @@ def test_time_budget_keeps_the_partial_epoch(speech_corpus, tmp_path):
     rows = metrics(run)
     assert rows[-1].get("partial_epoch") and 0 < rows[-1]["epoch"] < 1
     assert (run / "best.pt").exists() and (run / "last.pt").exists()
+
+
+def test_best_means_best_wherever_it_was_measured(speech_corpus, tmp_path):
+    """best.pt holds the weights of the lowest validation of the run, also when that was a
+    mid-epoch (--eval-every) validation or the one where --max-steps stopped the run."""
+    run = tmp_path / "r"
+    summary = train(cfg_for(speech_corpus, max_epochs=2, eval_every=7, seed=3), run, quiet=True)
+    rows = metrics(run)
+    best = min(rows, key=lambda r: r["valid_loss"])
+    assert load_checkpoint(run / "best.pt")["state"]["step"] == best["step"]
+    assert summary["best_valid_ppl"] == pytest.approx(best["valid_ppl"])
+    stopped = train(cfg_for(speech_corpus, max_epochs=2, max_steps=30, seed=3), tmp_path / "s",
+                    quiet=True)
+    assert stopped["best_valid_ppl"] is not None and (tmp_path / "s" / "best.pt").exists()
+    assert metrics(tmp_path / "s")[-1] == {**metrics(tmp_path / "s")[-1], "step": 30,
+                                           "partial_epoch": True}
 
 
 def test_asgd_evaluates_and_saves_averaged_weights(speech_corpus, tmp_path):
