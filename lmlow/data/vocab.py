@@ -11,6 +11,8 @@ Order is deterministic: count descending, then the word itself.
 """
 from __future__ import annotations
 
+import bisect
+
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -112,13 +114,26 @@ def build_vocabulary(train_counts: Counter, n_lines: int, unk_threshold: int = 0
     """
     if unk_threshold < 0:
         raise LmlowError(f"UNK threshold must be >= 0, got {unk_threshold}")
-    kept = {w: c for w, c in train_counts.items() if w != UNK and c >= unk_threshold}
-    replaced = sum(c for w, c in train_counts.items() if w != UNK and c < unk_threshold)
+    kept = [(w, c) for w, c in train_counts.items() if w not in (UNK, EOS) and c >= unk_threshold]
+    replaced = sum(c for w, c in train_counts.items() if w not in (UNK, EOS) and c < unk_threshold)
+    extra = []
     if unk_threshold == 0:
-        for w in extra_words:
-            if w not in kept and w not in (EOS, UNK):
-                kept[w] = 0
-    kept[EOS] = n_lines
-    kept[UNK] = train_counts.get(UNK, 0) + replaced
-    order = sorted(kept.items(), key=lambda wc: (-wc[1], wc[0]))
-    return Vocabulary([w for w, _ in order], [c for _, c in order], unk_threshold)
+        known = set(train_counts)
+        extra = [(w, 0) for w in dict.fromkeys(extra_words) if w not in known and w not in (EOS, UNK)]
+    if not _in_order(kept):        # cached counts come in this order: no sort needed
+        kept.sort(key=_ORDER)
+    for item in sorted([(EOS, n_lines), (UNK, train_counts.get(UNK, 0) + replaced), *extra],
+                       key=_ORDER):
+        bisect.insort(kept, item, key=_ORDER)
+    return Vocabulary([w for w, _ in kept], [c for _, c in kept], unk_threshold)
+
+
+def _ORDER(wc: tuple[str, int]) -> tuple[int, str]:
+    """Vocabulary order: most frequent first, ties by word."""
+    return -wc[1], wc[0]
+
+
+def _in_order(pairs: list[tuple[str, int]]) -> bool:
+    """Whether (word, count) pairs are already in vocabulary order."""
+    return all(c1 > c2 or (c1 == c2 and w1 < w2)
+               for (w1, c1), (w2, c2) in zip(pairs, pairs[1:]))
