@@ -4,13 +4,11 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-from tqdm import tqdm
-
 
 class _TokenBar:
     """Batches updates so that a per-line call costs next to nothing."""
 
-    def __init__(self, bar: tqdm | None):
+    def __init__(self, bar):
         self.bar, self.pending = bar, 0
 
     def tokens(self, n: int) -> None:
@@ -33,12 +31,16 @@ def shown(enabled: bool = True) -> bool:
 
 
 def epochs_bar(iterable, desc: str, enabled: bool = True):
+    from tqdm import tqdm          # imported when a bar is made: opening a corpus stays quick
+
     return tqdm(iterable, desc=desc, disable=not shown(enabled), leave=False, dynamic_ncols=True)
 
 
 @contextmanager
 def progress(desc: str, enabled: bool = True, total: int | None = None):
     """A token-counting progress bar for streaming work."""
+    from tqdm import tqdm
+
     show = shown(enabled)
     bar = tqdm(desc=desc, total=total, unit="tok", unit_scale=True, leave=False,
                dynamic_ncols=True) if show else None

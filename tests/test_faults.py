@@ -239,9 +239,10 @@ def test_damaged_cache_entries_are_rebuilt_not_used(corpus, tmp_path):
                 target.write_bytes(target.read_bytes()[:-12])
             elif damage == "garble":
                 target.with_suffix(".json").write_text("{ not json")
-        if damage == "counts":                                 # a count changed in the JSON
-            for target in (cache / "counts").glob("*.json"):
-                target.write_text(target.read_text().replace('"lines": ', '"lines": 1', 1))
+        if damage == "counts":                                 # the line count changed
+            for target in (cache / "counts").glob("*.txt"):
+                header, lines, rest = target.read_text().split("\n", 2)
+                target.write_text(f"{header}\n1{lines}\n{rest}")
         cmd, want = (("vocab", corpus), vocab) if damage == "counts" else (("eval", run), good)
         r = lmlow(*cmd, "--json", cache=cache)
         assert r.returncode == 0, r.stderr

@@ -36,7 +36,7 @@ class Vocabulary:
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self):
-        self.index = {w: i for i, w in enumerate(self.words)}
+        self.index = dict(zip(self.words, range(len(self.words))))
         if len(self.index) != len(self.words):
             raise LmlowError("vocabulary has duplicate words")
         for special in (EOS, UNK):
@@ -114,8 +114,14 @@ def build_vocabulary(train_counts: Counter, n_lines: int, unk_threshold: int = 0
     """
     if unk_threshold < 0:
         raise LmlowError(f"UNK threshold must be >= 0, got {unk_threshold}")
-    kept = [(w, c) for w, c in train_counts.items() if w not in (UNK, EOS) and c >= unk_threshold]
-    replaced = sum(c for w, c in train_counts.items() if w not in (UNK, EOS) and c < unk_threshold)
+    if unk_threshold <= 1:             # every word is kept: no pass in Python
+        kept = list(train_counts.items())
+        kept = [wc for wc in kept if wc[0] not in (UNK, EOS)] if (
+            UNK in train_counts or EOS in train_counts) else kept
+        replaced = 0
+    else:
+        kept = [(w, c) for w, c in train_counts.items() if w not in (UNK, EOS) and c >= unk_threshold]
+        replaced = sum(c for w, c in train_counts.items() if w not in (UNK, EOS) and c < unk_threshold)
     extra = []
     if unk_threshold == 0:
         known = set(train_counts)
