@@ -613,9 +613,9 @@ def cmd_train(args) -> None:
         if not cfg.corpus:
             raise LmlowError("give a CORPUS folder (or corpus in --config)")
         if args.nproc > 1:    # what would fail in every process is said once, here
-            if cfg.batch_size % args.nproc:
-                raise LmlowError(f"--batch-size {cfg.batch_size} cannot be split evenly over "
-                                 f"--nproc {args.nproc} processes: give a multiple of {args.nproc}")
+            from lmlow.distributed import World, columns
+
+            columns(World(0, args.nproc), cfg.batch_size)      # a batch that does not split
             if not Path(cfg.corpus).is_dir():
                 raise LmlowError(f"{cfg.corpus}: no such corpus folder")
             RunDir(args.out).check_new(args.force, f"use --resume {args.out} to continue it, or ")
@@ -637,15 +637,13 @@ def _rank() -> int:
 def _check_resumable(run_dir: Path, nproc: int) -> None:
     """--resume --nproc N: the run exists, has a checkpoint, and was trained with N processes."""
     from lmlow.checkpoint import load_checkpoint
+    from lmlow.distributed import require_processes
     from lmlow.rundir import RunDir
 
     run = RunDir(run_dir)
     if not run.last.exists():
         raise LmlowError(f"{run.last}: no such checkpoint")
-    processes = load_checkpoint(run.last).get("processes", 1)
-    if processes != nproc:
-        raise LmlowError(f"{run.last} was written by {processes} training process(es); resume "
-                         f"it with --nproc {processes}")
+    require_processes(load_checkpoint(run.last), run.last, nproc)
 
 
 def _launch(args) -> None:

@@ -115,10 +115,21 @@ def rank_seed(seed: int, rank: int) -> int:
 def columns(world: World, batch_size: int) -> slice:
     """The batch columns this rank trains."""
     if batch_size % world.size:
-        raise LmlowError(f"--batch-size {batch_size} cannot be split evenly over {world.size} "
-                         f"processes: give a multiple of {world.size}")
+        raise LmlowError(f"--batch-size {batch_size} cannot be split evenly over --nproc "
+                         f"{world.size} processes: give a multiple of {world.size}")
     k = batch_size // world.size
     return slice(world.rank * k, (world.rank + 1) * k)
+
+
+def require_processes(checkpoint: dict, path, size: int) -> None:
+    """Refuse to resume ``checkpoint`` (read from ``path``) with another number of processes
+    than wrote it: random streams and hidden states are per process."""
+    processes = checkpoint.get("processes", 1)
+    if processes != size:
+        raise LmlowError(f"{path} was written by {processes} training process(es), and this "
+                         f"resume has {size}: random streams and hidden states are per process, "
+                         f"so resume with {processes} (`lmlow train --resume RUN_DIR --nproc "
+                         f"{processes}`)")
 
 
 def wrap(world: World, model: torch.nn.Module, device: torch.device) -> torch.nn.Module:

@@ -86,13 +86,12 @@ def baseline_row(run_dir: Path) -> dict:
 
 
 def missing_runs(sweep_dir: Path) -> tuple[int, list[str]]:
-    """(planned runs, the planned runs not finished) from the sweep's ``sweep.json``: a report
-    of a sweep in progress says what it does not include yet."""
-    plan = Path(sweep_dir) / "sweep.json"
-    if not plan.exists():
-        return 0, []
-    folders = [f"{r['name']}.seed{r['seed']}" for r in read_json(plan)]
-    return len(folders), [f for f in folders if not RunDir(Path(sweep_dir) / f).finished]
+    """(planned runs, the planned runs not finished) from the sweep's plan: a report of a
+    sweep in progress says what it does not include yet."""
+    from lmlow.sweep import load_plan
+
+    plan = load_plan(sweep_dir) or []
+    return len(plan), [r.folder for r in plan if not RunDir(Path(sweep_dir) / r.folder).finished]
 
 
 def write_report(sweep_dir: Path, baseline: Path | None = None) -> list[Path]:

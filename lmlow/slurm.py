@@ -27,7 +27,6 @@ from __future__ import annotations
 import getpass
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lmlow.errors import LmlowError
+from lmlow.external import find_program, run_program
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, read_json
 from lmlow.rundir import RunDir
 
@@ -60,21 +60,16 @@ class SlurmOptions:
     grace: int = 180                     # seconds of warning before the time limit (SIGUSR1)
 
 
+_HINT = ("--executor slurm needs SLURM's client commands (on a login node of the cluster, or "
+         "`sh tools/slurm_local.sh start` for a local test cluster)")
+
+
 def _program(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise LmlowError(f"{name}: not found on PATH; --executor slurm needs SLURM's client "
-                         "commands (on a login node of the cluster, or `sh tools/slurm_local.sh "
-                         "start` for a local test cluster)")
-    return path
+    return find_program(name, _HINT)
 
 
 def _run(cmd: list[str]) -> str:
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        raise LmlowError(f"{shlex.join(cmd[:2])}: {msg[-1] if msg else f'exit {r.returncode}'}")
-    return r.stdout
+    return run_program(cmd, Path(cmd[0]).name).stdout
 
 
 # --------------------------------------------------------------------------- the queue
@@ -207,13 +202,13 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
     """Train the ``index``-th run folder of ``runs_file`` (a task of the array); the exit
     status of its ``lmlow train``. SIGTERM is passed on; SIGUSR1 (the time limit is near) too,
     and then the task requeues itself if the run is not finished."""
-    from lmlow.sweep import Run, command
+    from lmlow.sweep import command, load_plan
 
     out = Path(out)
     folders = Path(runs_file).read_text().split()
     if not 0 <= index < len(folders):
         raise LmlowError(f"{runs_file}: no task {index} (it lists {len(folders)} runs)")
-    plan = {run.folder: run for run in (Run(**r) for r in read_json(out / "sweep.json"))}
+    plan = {run.folder: run for run in load_plan(out) or []}
     if folders[index] not in plan:
         raise LmlowError(f"{out}/sweep.json: no run {folders[index]} (the sweep was planned "
                          "again without it); nothing to train")
@@ -264,15 +259,16 @@ def status(out: Path) -> list[dict]:
     """Every run of the sweep: finished, running (job, node), pending, failed (exit status,
     the log's last lines), stopped (resumable) or not submitted; from the run folders and
     the scheduler."""
-    out = Path(out)
-    if not (out / "sweep.json").exists():
-        raise LmlowError(f"{out}: not a sweep folder (no sweep.json)")
-    in_queue = queued(out) if jobs(out) else {}
-    from lmlow.sweep import Run
+    from lmlow.sweep import PLAN, load_plan
 
+    out = Path(out)
+    plan = load_plan(out)
+    if plan is None:
+        raise LmlowError(f"{out}: not a sweep folder (no {PLAN})")
+    in_queue = queued(out) if jobs(out) else {}
     rows = []
-    for r in read_json(out / "sweep.json"):
-        folder = Run(**r).folder
+    for run in plan:
+        folder = run.folder
         rundir = RunDir(out / folder)
         row = {"run": folder, "state": "not submitted", "job": "", "node": "", "progress": "",
                "detail": ""}

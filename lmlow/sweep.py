@@ -17,9 +17,10 @@ from pathlib import Path
 
 from lmlow.config import Config, EmbeddingRoles, check_settings, load_table, table1_configurations
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_write_json
+from lmlow.files import atomic_write_json, read_json
 from lmlow.rundir import RunDir, RunLocked
 
+PLAN = "sweep.json"                 # every planned run of a sweep folder
 ELSEWHERE = RunLocked.exit_code     # a task's exit status when another process holds the run
 
 # Kummerfeld et al. section 3: the six best configurations of Table 1 (outputs never frozen).
@@ -144,7 +145,13 @@ def record_plan(runs: list[Run], out: Path) -> None:
     """``SWEEP/sweep.json``: every planned run (its settings and seed), what `--status`, the
     report's count of missing runs and a SLURM task read."""
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "sweep.json", [r.__dict__ for r in runs])
+    atomic_write_json(out / PLAN, [r.__dict__ for r in runs])
+
+
+def load_plan(out: Path) -> list[Run] | None:
+    """The runs :func:`record_plan` wrote, or None for a folder that has no plan."""
+    plan = Path(out) / PLAN
+    return [Run(**r) for r in read_json(plan)] if plan.exists() else None
 
 
 def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,

@@ -29,7 +29,7 @@ from lmlow.config import Config
 from lmlow.data.corpus import Corpus
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, columns, gather, join, leave,
-                               rank_seed, world_from_env, wrap)
+                               rank_seed, require_processes, world_from_env, wrap)
 from lmlow.errors import LmlowError
 from lmlow.evaluate import lstm_logprobs
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
@@ -284,12 +284,7 @@ class Trainer:
         }
 
     def _restore(self, ck: dict) -> None:
-        processes = ck.get("processes", 1)
-        if processes != self.world.size:
-            raise LmlowError(f"{self.rundir.last} was written by {processes} training "
-                             f"process(es), and this resume has {self.world.size}: random "
-                             "streams and hidden states are per process, so resume with "
-                             f"{processes} (`lmlow train --resume RUN_DIR --nproc {processes}`)")
+        require_processes(ck, self.rundir.last, self.world.size)
         self.model.load_state_dict(ck["model"])
         self.state = RunState(**ck["state"])
         if self.world.main:
