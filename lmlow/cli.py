@@ -169,7 +169,7 @@ def _train_parser(sub) -> None:
     p.add_argument("--nproc", type=at_least(1), default=1, metavar="N",
                    help="train with N processes on this machine, one per GPU (or CPU processes), "
                    "through torchrun's launcher and DistributedDataParallel; range [1, number of "
-                   "GPUs]. --batch-size is the global batch and must be a multiple of N; "
+                   "GPUs] (CPU processes: N x --threads at most the cores). --batch-size is the global batch and must be a multiple of N; "
                    "--resume needs the N the run was trained with. Several machines: run "
                    "`torchrun --nnodes ... -m lmlow train ...` yourself (README, GPUs)")
     _add_config_args(p)
@@ -280,10 +280,12 @@ def _sweep_parser(sub) -> None:
                    help="GPUs per task (--gres=gpu:N); more than 1 trains with --nproc N (DDP); "
                    "range [0, GPUs per node]")
     g.add_argument("--cpus-per-run", type=at_least(1), metavar="N",
-                   help="CPU cores per task (--cpus-per-task; also the run's --threads)")
+                   help="CPU cores per task (--cpus-per-task; also the run's --threads); range [1, cores "
+                   "per node] (default: the partition's)")
     g.add_argument("--mem", help="memory per task (e.g. 16G)")
     g.add_argument("--array-parallelism", type=at_least(1), metavar="N",
-                   help="at most N tasks at once (the array's %%N throttle)")
+                   help="at most N tasks at once (the array's %%N throttle); range [1, inf) (default: no "
+                   "limit)")
     g.add_argument("--account", help="account to charge (sbatch --account)")
     g.add_argument("--qos", help="quality of service (sbatch --qos)")
     g.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
@@ -690,6 +692,10 @@ def cmd_sweep(args) -> None:
         return _sweep_status(args.out or args.corpus, args.cancel)
     if not args.grid or not args.out:
         raise LmlowError("give --grid GRID and --out SWEEP_DIR (or --status / --cancel)")
+    if args.executor == "slurm" and args.time:
+        from lmlow.slurm import minutes
+
+        minutes(args.time)                     # refused before the plan is written
     extra = {k: v for k, v in _settings(args).items() if k not in ("embeddings", "seed")}
     runs = plan(args.corpus, args.out, args.grid, args.seeds, args.preset, args.embeddings,
                 args.values, extra, args.unigram)

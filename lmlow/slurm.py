@@ -154,9 +154,9 @@ def submit(runs, out: Path, opts: SlurmOptions, log=print) -> str | None:
     array; returns its job id (None if nothing needed submitting)."""
     from lmlow.sweep import record_plan
 
-    _program("sbatch")
     if opts.time:
         minutes(opts.time)       # a bad limit is refused before anything is written
+    _program("sbatch")
     out = Path(out)
     record_plan(runs, out)
     in_queue = queued(out)
