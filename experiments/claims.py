@@ -1,86 +1,319 @@
 #!/usr/bin/env python3
-"""The paper's claims, checked against committed sweep results (``results.json`` written by
-``lmlow report``). Prints Markdown. Run from the repo root:
+"""The papers' claims, checked against the committed converged experiments.
 
-    python experiments/claims.py
+Reads the ``results.json`` files that ``lmlow report`` wrote for the sweeps of
+``experiments/six``, ``experiments/unk``, ``experiments/table1-converged`` and
+``experiments/sotu`` (and the run folders they list, for learning curves), and prints Markdown:
+per claim of Kummerfeld et al. (2020) and Meister et al. (2023), the paired comparison over
+seeds and a verdict: **holds**, **does not hold**, **no clear difference** or **not tested**
+(its table is not committed yet). Run from the repo root:
 
-A difference counts only when it is larger than twice the larger seed sd (or, with one seed,
-than 2% of the perplexity): the rest is reported as "no clear difference".
+    python experiments/claims.py                  # print
+    python experiments/claims.py --update README.md   # rewrite README's generated section
+
+Paired comparison: the same seed gives two configurations the same data order, so the
+difference is taken per seed (worse minus better, in validation perplexity). A claim holds
+when every seed's difference exceeds twice the larger of the two configurations' seed sd
+(with one seed: 2% of the perplexity), does not hold when every seed's difference is below
+minus that margin, and otherwise shows no clear difference. A comparison that includes a run
+which did not converge (stopped by a cap, not by early stopping) says so.
 """
 from __future__ import annotations
 
+import argparse
 import json
+import re
+import statistics
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+START, END = "<!-- claims:start -->", "<!-- claims:end -->"
+SOURCES = {   # table -> the committed results it is read from
+    "six": "experiments/six/sweep/results.json",
+    "six+unigram": "experiments/six/sweep-unigram/results.json",
+    "unk": "experiments/unk/sweep/results.json",
+    "table1": "experiments/table1-converged/sweep/results.json",
+    "sotu": "experiments/sotu/sweep/results.json",
+}
 
 
-def rows(path: Path) -> dict[str, dict]:
+def load(table: str, root: Path = ROOT) -> dict[str, dict]:
+    """Configuration -> row of a committed results.json ({} when the table is not committed)."""
+    path = root / SOURCES[table]
     if not path.exists():
         return {}
-    return {r["configuration"]: r for r in json.loads(path.read_text()) if r.get("tie")}
+    return {r["configuration"]: r for r in json.loads(path.read_text())}
 
 
-def verdict(better: dict, worse: dict) -> str:
-    """'yes' if ``better`` has clearly lower valid ppl than ``worse``, 'no' if clearly higher."""
-    d = worse["valid ppl"] - better["valid ppl"]
-    sds = [x for x in (better.get("valid sd"), worse.get("valid sd")) if x]
-    margin = 2 * max(sds) if sds else 0.02 * min(better["valid ppl"], worse["valid ppl"])
-    return "yes" if d > margin else "no" if -d > margin else "no clear difference"
+@dataclass
+class Comparison:
+    """``better`` is expected (by the paper) to have lower validation perplexity than ``worse``."""
+
+    better: dict
+    worse: dict
+
+    def diffs(self) -> list[float]:
+        """worse - better per seed, over the seeds both have (positive: the claim's direction)."""
+        b = dict(zip(self.better["seed list"], self.better["valid ppls"]))
+        w = dict(zip(self.worse["seed list"], self.worse["valid ppls"]))
+        return [w[s] - b[s] for s in sorted(set(b) & set(w))]
+
+    def margin(self) -> float:
+        sds = [statistics.stdev(r["valid ppls"]) for r in (self.better, self.worse)
+               if len(r["valid ppls"]) > 1]
+        if sds:
+            return 2 * max(sds)
+        return 0.02 * min(self.better["valid ppl"], self.worse["valid ppl"])
+
+    def verdict(self) -> str:
+        d, m = self.diffs(), self.margin()
+        if not d:
+            return "not tested"
+        if all(x > m for x in d):
+            return "holds"
+        if all(x < -m for x in d):
+            return "does not hold"
+        return "no clear difference"
+
+    def converged(self) -> bool:
+        return all(_all_converged(r) for r in (self.better, self.worse))
+
+    def row(self, label: str) -> str:
+        d = self.diffs()
+        note = "" if self.converged() else " (not all runs converged)"
+        return (f"| {label} | {self.better['configuration']} {self.better['valid ppl']:.1f} | "
+                f"{self.worse['configuration']} {self.worse['valid ppl']:.1f} | "
+                f"{', '.join(f'{x:+.1f}' for x in d)} | {statistics.mean(d):+.1f} | "
+                f"{self.margin():.1f} | **{self.verdict()}**{note} |")
 
 
-def line(label: str, better: dict, worse: dict) -> str:
-    return (f"| {label} | {better['configuration']} {better['valid ppl']:.1f} | "
-            f"{worse['configuration']} {worse['valid ppl']:.1f} | {verdict(better, worse)} |")
+def _all_converged(row: dict) -> bool:
+    done, _, total = str(row.get("converged", "")).partition("/")
+    return bool(total) and done == total
 
 
-def table1_pairs(t1: dict[str, dict], a: str, b: str) -> list[tuple[dict, dict]]:
-    """Pairs of Table 1 configurations whose names differ only by ``a`` -> ``b`` in the input part."""
-    out = []
-    for name, r in t1.items():
-        head, _, tail = name.partition(".out-") if name.startswith("untied") else (name, "", "")
-        if a in head:
-            other = head.replace(a, b) + ((".out-" + tail) if tail else "")
-            if other in t1:
-                out.append((t1[other], r))
-    return out
+HEADER = ("| claim | expected better (valid ppl) | expected worse | difference per seed | mean "
+          "| 2 sd | verdict |\n|---|---|---|---|---|---|---|")
 
 
-def main() -> None:
-    six = rows(HERE / "six-pydocs-mini/sweep/results.json")
-    unk = rows(HERE / "table3/sweep/results.json")
-    print("| claim | expected better | expected worse | holds here? |\n|---|---|---|---|")
-    for corpus in ("pydocs-mini", "ptb"):
-        t1 = rows(HERE / f"table1/{corpus}/results.json")
-        for better, worse in table1_pairs(t1, "rand", "pre"):
-            print(line(f"1. pretrained input beats random (Table 1, {corpus})", better, worse))
-    for corpus in ("pydocs-mini", "ptb"):
-        t1 = rows(HERE / f"table1/{corpus}/results.json")
-        for better, worse in table1_pairs(t1, "pre", "pre-frozen"):
-            print(line(f"2. freezing pretrained input helps (Table 1, {corpus})", better, worse))
-    if six:
-        print(line("1. pretrained input beats random (six, 3 seeds)", six["standard+pretraining"], six["standard"]))
-        print(line("2. freezing pretrained input helps (six)", six["ours"], six["ours-unfrozen"]))
-        print(line("2. freezing pretrained input helps (six)", six["ours-random-output"],
-                   six["ours-random-output-unfrozen"]))
-        for untied in ("ours-unfrozen", "ours"):
-            print(line("3. with pretrained input, untied beats tied (six, K=0)", six[untied],
-                       six["standard+pretraining"]))
-    for corpus in ("pydocs-mini", "ptb"):
-        t1 = rows(HERE / f"table1/{corpus}/results.json")
-        for name in [n for n in t1 if n.startswith("untied.in-pre") and "out-pre" in n and "frozen" not in n.split(".out-")[1]]:
-            tied = "tied.pre-frozen" if "in-pre-frozen" in name else "tied.pre"
-            if tied in t1:
-                print(line(f"3. with pretrained input, untied beats tied (Table 1, {corpus})", t1[name], t1[tied]))
-    if six and unk:
-        print("\n4. The gain of `ours` over `standard` by UNK threshold K (valid perplexity; K=0 is "
-              "the 3-seed mean of the six):\n")
-        print("| K | standard | ours | gain | gain % |\n|---|---|---|---|---|")
-        for k in (0, 1, 2, 5):
-            src = six if k == 0 else {n.removesuffix(f".K{k}"): r for n, r in unk.items() if n.endswith(f".K{k}")}
-            if "standard" in src and "ours" in src:
-                s, o = src["standard"]["valid ppl"], src["ours"]["valid ppl"]
-                print(f"| {k} | {s:.1f} | {o:.1f} | {s - o:.1f} | {100 * (s - o) / s:.1f} |")
+def combine(verdicts: list[str]) -> str:
+    """One verdict for a claim tested by several comparisons."""
+    tested = [v for v in verdicts if v != "not tested"]
+    if not tested:
+        return "not tested"
+    if all(v == "holds" for v in tested):
+        return "holds"
+    if all(v == "does not hold" for v in tested):
+        return "does not hold"
+    if "holds" in tested and "does not hold" not in tested:
+        return "holds in part"
+    return "mixed" if "holds" in tested else (
+        "does not hold in part" if "does not hold" in tested else "no clear difference")
+
+
+# ---------------------------------------------------------------- Kummerfeld et al. 2020
+
+PAIRS = {   # claim -> (expected better, expected worse) among the six
+    "pretrained input beats random input": [("standard+pretraining", "standard")],
+    "freezing the pretrained input helps": [("ours", "ours-unfrozen"),
+                                            ("ours-random-output", "ours-random-output-unfrozen")],
+    "with pretrained input, untied beats tied": [("ours-unfrozen", "standard+pretraining"),
+                                                 ("ours", "standard+pretraining")],
+}
+
+
+def six_claims(six: dict, table: str, out: list[str]) -> dict[str, str]:
+    verdicts = {}
+    for claim, pairs in PAIRS.items():
+        vs = []
+        for better, worse in pairs:
+            if better in six and worse in six:
+                c = Comparison(six[better], six[worse])
+                out.append(c.row(f"{claim} ({table})"))
+                vs.append(c.verdict())
+        verdicts[claim] = combine(vs) if vs else "not tested"
+    lstm = {n: r for n, r in six.items() if r.get("tie")}
+    if "ours" in lstm and len(lstm) > 1:
+        rival = min((r for n, r in lstm.items() if n != "ours"), key=lambda r: r["valid ppl"])
+        c = Comparison(lstm["ours"], rival)
+        out.append(c.row(f"ours is the best of the six ({table}; against the best other)"))
+        v = c.verdict()
+        verdicts["ours is the best (or close to it)"] = ("holds" if v in ("holds", "no clear difference")
+                                                        else "does not hold")
+    return verdicts
+
+
+def kenlm_claim(six: dict, out: list[str]) -> str:
+    kenlm = next((r for n, r in six.items() if n.startswith("KenLM")), None)
+    if not kenlm or "ours" not in six:
+        return "not tested"
+    ours = six["ours"]
+    better = all(p < kenlm["valid ppl"] for p in ours["valid ppls"])
+    worse = all(p > kenlm["valid ppl"] for p in ours["valid ppls"])
+    out.append(f"| the LSTM (ours) beats a KenLM 5-gram on the same tokens | ours "
+               f"{ours['valid ppl']:.1f} | {kenlm['configuration']} {kenlm['valid ppl']:.1f} | "
+               f"{', '.join(f'{kenlm['valid ppl'] - p:+.1f}' for p in ours['valid ppls'])} | "
+               f"{kenlm['valid ppl'] - ours['valid ppl']:+.1f} | | "
+               f"**{'holds' if better else 'does not hold' if worse else 'no clear difference'}** |")
+    return "holds" if better else "does not hold" if worse else "no clear difference"
+
+
+def unk_claim(six: dict, unk: dict, out: list[str]) -> tuple[str, list[str]]:
+    """Table 3: the gain of ours over standard (per seed) at each K."""
+    by_k = {0: six} if six else {}
+    for name, row in unk.items():
+        m = re.fullmatch(r"(.+)\.K(\d+)", name)
+        if m:
+            by_k.setdefault(int(m.group(2)), {})[m.group(1)] = row
+    gains = {}
+    for k, rows in sorted(by_k.items()):
+        if "ours" in rows and "standard" in rows:
+            gains[k] = Comparison(rows["ours"], rows["standard"])
+    lines = ["| K | standard | ours | gain per seed | mean gain | gain % | converged |",
+             "|---|---|---|---|---|---|---|"]
+    for k, c in gains.items():
+        d = c.diffs()
+        lines.append(f"| {k} | {c.worse['valid ppl']:.1f} | {c.better['valid ppl']:.1f} | "
+                     f"{', '.join(f'{x:+.1f}' for x in d)} | {statistics.mean(d):+.1f} | "
+                     f"{100 * statistics.mean(d) / c.worse['valid ppl']:.1f} | "
+                     f"{'yes' if c.converged() else 'no'} |")
+    if len(gains) < 2:
+        return "not tested", lines
+    means = [statistics.mean(c.diffs()) for c in gains.values()]
+    ks = list(gains)
+    lo, hi = gains[ks[0]], gains[ks[-1]]
+    paired = [a - b for a, b in zip(lo.diffs(), hi.diffs())]      # gain at smallest K - largest K
+    margin = max(lo.margin(), hi.margin())
+    monotone = all(a >= b for a, b in zip(means, means[1:]))
+    if monotone and all(x > margin for x in paired):
+        v = "holds"
+    elif all(x < -margin for x in paired):
+        v = "does not hold"
+    else:
+        v = "no clear difference" if not monotone or not paired else "holds in part"
+    out.append(f"| the gain grows as K shrinks (Table 3, K={ks[0]} vs K={ks[-1]}) | gain at K={ks[0]} "
+               f"{means[0]:+.1f} | gain at K={ks[-1]} {means[-1]:+.1f} | "
+               f"{', '.join(f'{x:+.1f}' for x in paired)} | "
+               f"{statistics.mean(paired) if paired else float('nan'):+.1f} | {margin:.1f} | "
+               f"**{v}** (means {'' if monotone else 'not '}monotone in K) |")
+    return v, lines
+
+
+def table1_claim(t1: dict, out: list[str]) -> str:
+    """Table 1 (rare words): the top models all use pretrained input; the top three are untied."""
+    lstm = sorted((r for r in t1.values() if r.get("tie")), key=lambda r: r["valid ppl"])
+    if len(lstm) < 10:
+        return "not tested"
+    top = lstm[:5]
+    pretrained = all("pretrained" in r["input"] or r["input"] == "= output" and "pretrained" in r["output"]
+                     for r in top)
+    untied = all(r["tie"] == "untied" for r in top[:3])
+    v = "holds" if pretrained and untied else "holds in part" if pretrained or untied else "does not hold"
+    out.append(f"| Table 1: the top five use pretrained input, the top three are untied | "
+               f"{'; '.join(r['configuration'] for r in top[:3])} | | | | | **{v}** |")
+    return v
+
+
+# ---------------------------------------------------------------- Meister et al. 2023
+
+def curve(run: str, root: Path) -> tuple[list[int], list[float]]:
+    rows = [json.loads(l) for l in (root / run / "metrics.jsonl").read_text().splitlines() if l]
+    rows = [r for r in rows if "valid_loss" in r and not r.get("partial_epoch")]
+    return [r["step"] for r in rows], [r["valid_loss"] for r in rows]
+
+
+def alc_pair(zero_run: str, unigram_run: str, root: Path) -> tuple[float, float]:
+    """ALC (mean validation cross-entropy, nats) of both runs over the updates both trained."""
+    sys.path.insert(0, str(root))
+    from lmlow.analysis.stats import alc
+
+    (zx, zy), (ux, uy) = curve(zero_run, root), curve(unigram_run, root)
+    start, end = max(zx[0], ux[0]), min(zx[-1], ux[-1])
+    cut = lambda xs, ys: ([x for x in xs if x >= start], [y for x, y in zip(xs, ys) if x >= start])
+    return alc(*cut(zx, zy), end=end), alc(*cut(ux, uy), end=end)
+
+
+def meister_claims(six: dict, uni: dict, out: list[str], root: Path) -> dict[str, str]:
+    names = [n for n in six if n in uni and six[n].get("tie")]
+    if not names:
+        return {"unigram bias init learns faster (lower ALC)": "not tested",
+                "unigram bias init ends at an equal or better perplexity": "not tested"}
+    faster, final = [], []
+    for n in names:
+        z = dict(zip(six[n]["seed list"], six[n]["runs"]))
+        u = dict(zip(uni[n]["seed list"], uni[n]["runs"]))
+        d = [a - b for a, b in (alc_pair(z[s], u[s], root) for s in sorted(set(z) & set(u)))]
+        faster.append(all(x > 0 for x in d))
+        out.append(f"| unigram bias learns faster: ALC (nats), zero - unigram ({n}) | {n} + unigram | "
+                   f"{n} | {', '.join(f'{x:+.3f}' for x in d)} | {statistics.mean(d):+.3f} | | "
+                   f"**{'holds' if all(x > 0 for x in d) else 'does not hold' if all(x < 0 for x in d) else 'no clear difference'}** |")
+        c = Comparison(uni[n], six[n])
+        out.append(c.row(f"unigram bias ends at an equal or better perplexity ({n})"))
+        final.append(c.verdict() != "does not hold")
+    return {"unigram bias init learns faster (lower ALC)":
+            "holds" if all(faster) else "holds in part" if any(faster) else "does not hold",
+            "unigram bias init ends at an equal or better perplexity":
+            "holds" if all(final) else "holds in part" if any(final) else "does not hold"}
+
+
+# ---------------------------------------------------------------- output
+
+def report(root: Path = ROOT) -> str:
+    six, uni, unk = load("six", root), load("six+unigram", root), load("unk", root)
+    t1, sotu = load("table1", root), load("sotu", root)
+    rows: list[str] = []
+    verdicts = {f"{k} (technical)": v for k, v in six_claims(six, "technical", rows).items()}
+    verdicts["the LSTM beats the 5-gram on the same tokens"] = kenlm_claim(six, rows)
+    unk_verdict, unk_lines = unk_claim(six, unk, rows)
+    verdicts["the gain grows as more rare words are kept (smaller K)"] = unk_verdict
+    verdicts["Table 1: pretrained input and untied at the top"] = table1_claim(t1, rows)
+    second = six_claims(sotu, "State of the Union", rows)
+    verdicts["other domains show the same pattern (State of the Union)"] = (
+        combine(list(second.values())) if sotu else "not tested")
+    verdicts |= {f"Meister: {k}": v for k, v in meister_claims(six, uni, rows, root).items()}
+    scale = _scale(six)
+    parts = ["| claim | verdict |", "|---|---|"]
+    parts += [f"| {k} | **{v}** |" for k, v in verdicts.items()]
+    text = [f"Scale: {scale}.", "", *parts, "", "The comparisons (validation perplexity; "
+            "differences per seed, worse minus better):", "", HEADER, *rows]
+    if len(unk_lines) > 2:
+        text += ["", "Table 3 (the gain of `ours` over `standard` by UNK threshold K):", "", *unk_lines]
+    return "\n".join(text) + "\n"
+
+
+def _scale(six: dict) -> str:
+    if not six or "ours" not in six:
+        return "no converged table is committed yet"
+    cfg = json.loads((ROOT / six["ours"]["runs"][0] / "config.json").read_text())
+    data = json.loads((ROOT / six["ours"]["runs"][0] / "data.json").read_text())
+    words = data.get("train_tokens") or data.get("tokens") or "?"
+    return (f"{cfg['corpus']} ({words} training tokens with <eos>), {cfg['emb_size']}-d embeddings, "
+            f"LSTM {cfg['hidden_size']} hidden, early stopping (patience {cfg['patience']}), "
+            f"{six['ours']['seeds']} seeds")
+
+
+def update(path: Path, text: str) -> None:
+    old = path.read_text()
+    if START not in old or END not in old:
+        raise SystemExit(f"{path}: no {START} ... {END} section to update")
+    head, _, rest = old.partition(START)
+    _, _, tail = rest.partition(END)
+    path.write_text(f"{head}{START}\n{text}{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--update", type=Path, metavar="FILE",
+                    help=f"replace the text between {START} and {END} in FILE")
+    args = ap.parse_args(argv)
+    text = report()
+    if args.update:
+        update(args.update, text)
+    else:
+        print(text, end="")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,12 @@ class NgramOptions:
                                 "order from the unigrams on, non-decreasing, the last repeated "
                                 "for higher orders: 0,0,1 drops singleton trigrams and above "
                                 "(default: no pruning)", metavar="COUNTS")
+    embeddings: str | None = setting(None, "pretrained vectors whose words --extend-vocab adds "
+                                     "(the LSTM's --embeddings)", metavar="FILE")
+    extend_vocab: bool = setting(False, "add the words of --embeddings to the vocabulary, as the "
+                                 "LSTM's --extend-vocab does (K=0 only): the n-gram never saw "
+                                 "them, so they share KenLM's <unk> probability equally with "
+                                 "<unk>")
 
     RANGES: typing.ClassVar[dict[str, str]] = {"order": f"[2, {MAX_ORDER}]", "unk_threshold": "[0, inf)"}
 
@@ -78,13 +84,15 @@ class NgramConfig:
     train_seconds: float           # writing the text, lmplz, the <unk> rename, build_binary
     lmplz_seconds: float
     lmplz_peak_rss_mb: float | None
+    extend_vocab: bool = False     # the vocabulary has the words of ``embeddings`` (count 0)
+    embeddings: str | None = None
     kind: str = NGRAM
 
     @classmethod
     def load(cls, path: Path) -> "NgramConfig":
         data = read_json(path)
         names = {f.name for f in fields(cls)}
-        missing = names - set(data) - {"kind"}
+        missing = names - set(data) - {"kind", "extend_vocab", "embeddings"}
         if missing:
             raise LmlowError(f"{path}: not an n-gram run configuration (lacks {', '.join(sorted(missing))})")
         return cls(**{k: v for k, v in data.items() if k in names})
@@ -106,7 +114,8 @@ def parse_prune(text: str | None, order: int) -> list[int] | None:
 
 def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: int = 0,
                 memory: str = "1G", prune: list[int] | str | None = None, force: bool = False,
-                quiet: bool = False) -> NgramConfig:
+                quiet: bool = False, embeddings: str | None = None,
+                extend_vocab: bool = False) -> NgramConfig:
     """Estimate a KenLM model on the corpus's training split into a run folder; its
     ``summary.json``, written last, marks it finished."""
     if isinstance(prune, str):
@@ -115,12 +124,18 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
         raise LmlowError(f"--order must be 2 to {MAX_ORDER} (KenLM's query code needs bigrams and "
                          f"was compiled for at most {MAX_ORDER}), got {order}")
     check_values(NgramOptions(order, unk_threshold, memory, None))
+    if extend_vocab and not embeddings:
+        raise LmlowError("--extend-vocab needs --embeddings FILE")
     if not re.fullmatch(r"\d+(\.\d+)?[bKMGTPEZY%]?", memory):
         raise LmlowError(f"--memory {memory!r}: expected a size like GNU sort's: 1G, 500M, 20%")
     lmplz, build_binary = find_program("lmplz", BUILD_HINT), find_program("build_binary", BUILD_HINT)
     run = RunDir(out_dir).check_new(force)
     out_dir = run.path
-    corpus = Corpus(corpus_dir, unk_threshold, show_progress=not quiet)
+    extra = ()
+    if extend_vocab:
+        from lmlow.embeddings import vector_words
+        extra = vector_words(Path(embeddings))
+    corpus = Corpus(corpus_dir, unk_threshold, extra, show_progress=not quiet)
     vocab = corpus.vocab
     for word in (*KENLM_RESERVED, PLACEHOLDER):
         if word in vocab:
@@ -155,7 +170,8 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
                       build_binary_command=shlex.join(binary),
                       train_seconds=round(time.time() - start, 2),
                       lmplz_seconds=round(lmplz_seconds, 2),
-                      lmplz_peak_rss_mb=peak_rss_mb(stderr))
+                      lmplz_peak_rss_mb=peak_rss_mb(stderr), extend_vocab=extend_vocab,
+                      embeddings=str(embeddings) if extend_vocab else None)
     atomic_write_json(run.config, asdict(cfg), indent=2)
     atomic_write_json(run.summary_file, {"run_dir": str(out_dir), "kind": NGRAM,
                                          "train_seconds": cfg.train_seconds})
@@ -267,6 +283,21 @@ class NgramRun(Scorer):
             self.model = kenlm.Model(str(model))
         except (OSError, RuntimeError) as e:
             raise LmlowError(f"{model}: cannot load ({str(e).splitlines()[0]})") from None
+        self.unk_share = self._unk_share()
+
+    def _unk_share(self) -> np.ndarray | None:
+        """Natural-log factor per vocabulary id: log(1 / (n + 1)) for ``<unk>`` and the n
+        vocabulary words the n-gram never saw (an extended vocabulary's words of count 0),
+        0 for the rest. KenLM scores all of them as its ``<unk>``; sharing that probability
+        equally keeps the n-gram a distribution over the LSTM's vocabulary, so both are
+        scored on the same events. None when every word was seen (n = 0)."""
+        unseen = [i for i, w in enumerate(self.vocab.words)
+                  if i not in (self.vocab.unk_id, self.vocab.eos_id) and w not in self.model]
+        if not unseen:
+            return None
+        share = np.zeros(len(self.vocab.words))
+        share[unseen + [self.vocab.unk_id]] = -math.log(len(unseen) + 1)
+        return share
 
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
         """Natural-log probability of every token; each line from ``<s>``, ``<eos>`` = ``</s>``."""
@@ -282,4 +313,5 @@ class NgramRun(Scorer):
                                    f"not {end - pos}")
             out[pos:end + 1] = scores
             pos = end + 1
-        return out * LN10
+        out *= LN10
+        return out if self.unk_share is None else out + self.unk_share[ids]

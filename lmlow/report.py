@@ -15,7 +15,8 @@ from lmlow.rundir import RunDir
 from lmlow.tables import markdown, to_csv
 
 COLUMNS = ["configuration", "tie", "input", "output", "unigram bias", "seeds", "trainable params",
-           "frozen params", "valid ppl", "valid sd", "test ppl", "test sd", "tokens/s", "minutes"]
+           "frozen params", "valid ppl", "valid sd", "test ppl", "test sd", "converged",
+           "best epoch", "best minutes", "tokens/s", "minutes"]
 
 
 def run_folders(sweep_dir: Path) -> list[RunDir]:
@@ -26,11 +27,18 @@ def run_folders(sweep_dir: Path) -> list[RunDir]:
 
 def evaluation(run: RunDir, split: str) -> dict:
     """The best checkpoint's evaluation, cached beside it (recomputed if the checkpoint changed).
-    (The cache is named ``eval_best_*`` whichever checkpoint is the best one.)"""
+    (The cache is named ``eval_best_*`` whichever checkpoint is the best one.) A finished run
+    whose checkpoints were not kept (a committed experiment: ``*.pt`` stay out of git) is
+    reported from its cached evaluation, the record of the checkpoint it was made from."""
     from lmlow.runs import load
 
     checkpoint = run.default_checkpoint()
     cache = run.evaluation_cache("best", split)
+    if not run.checkpoint(checkpoint).exists():
+        if cache.exists():
+            return read_json(cache)
+        raise LmlowError(f"{run.path}: neither {checkpoint}.pt nor its evaluation "
+                         f"{cache.name}; train the run again (the sweep command resumes it)")
     stamp = run.checkpoint(checkpoint).stat().st_mtime
     if cache.exists():
         data = read_json(cache)
@@ -39,6 +47,31 @@ def evaluation(run: RunDir, split: str) -> dict:
     data = load(run.path, checkpoint=checkpoint).evaluate(split).to_dict() | {"checkpoint_mtime": stamp}
     atomic_write_json(cache, data)
     return data
+
+
+def convergence(run: RunDir) -> dict:
+    """When a finished run's best checkpoint was measured (epoch, minutes of training) and
+    whether the run converged: ended by its own early-stopping rule (``--patience`` epochs
+    without a new best), not by a cap on epochs, updates or time."""
+    cfg, summary, rows = read_json(run.config), run.summary(), run.metrics()
+    scored = [r for r in rows if "valid_ppl" in r]
+    best = min(scored, key=lambda r: r["valid_ppl"]) if scored else {}
+    stopped = summary.get("stopped_by") or _stopped_by(cfg, summary, rows)
+    return {"converged": stopped == "patience", "stopped_by": stopped,
+            "best_epoch": best.get("epoch"), "best_minutes": best.get("elapsed", 0) / 60}
+
+
+def _stopped_by(cfg: dict, summary: dict, rows: list[dict]) -> str:
+    """Why a run that predates ``summary['stopped_by']`` ended, from its metrics."""
+    epochs = [r for r in rows if "valid_ppl" in r and not r.get("partial_epoch")]
+    stale, best = 0, math.inf
+    for r in epochs:
+        stale, best = (0, r["valid_ppl"]) if r["valid_ppl"] < best else (stale + 1, best)
+    if cfg.get("patience") and stale >= cfg["patience"]:
+        return "patience"
+    if summary.get("epochs", 0) >= cfg.get("max_epochs", math.inf):
+        return "epochs"
+    return "steps" if cfg.get("max_steps") and summary.get("steps", 0) >= cfg["max_steps"] else "time"
 
 
 def collect(sweep_dir: Path) -> list[dict]:
@@ -55,14 +88,22 @@ def collect(sweep_dir: Path) -> list[dict]:
         valid = [evaluation(r, "valid")["perplexity"] for r in runs]
         test = [evaluation(r, "test")["perplexity"] for r in runs]
         speeds = [s["tokens_per_s"] for s in summaries if "tokens_per_s" in s]  # whole run, wall clock
+        conv = [convergence(r) for r in runs]
         rows.append({"configuration": name, **EmbeddingRoles.of(cfg).columns(),
                      "seeds": len(runs), "trainable params": summaries[0].get("trainable"),
                      "frozen params": summaries[0].get("frozen"),
                      "valid ppl": statistics.mean(valid), "valid sd": _sd(valid),
                      "test ppl": statistics.mean(test), "test sd": _sd(test),
+                     "converged": f"{sum(c['converged'] for c in conv)}/{len(runs)}",
+                     "best epoch": statistics.mean(c["best_epoch"] or 0 for c in conv),
+                     "best minutes": statistics.mean(c["best_minutes"] for c in conv),
                      "tokens/s": round(statistics.mean(speeds)) if speeds else None,
                      "minutes": statistics.mean(s["train_seconds"] for s in summaries) / 60,
-                     "runs": [str(r.path) for r in runs]})
+                     "runs": [str(r.path) for r in runs],
+                     # per seed, for paired comparisons (experiments/claims.py)
+                     "seed list": [read_json(r.config).get("seed") for r in runs],
+                     "valid ppls": valid, "test ppls": test,
+                     "stopped by": [c["stopped_by"] for c in conv]})
     rows.sort(key=lambda r: -r["valid ppl"])       # as the paper's Table 1: worst first
     return rows
 
@@ -82,6 +123,7 @@ def baseline_row(run_dir: Path) -> dict:
             "seeds": 1, "trainable params": None, "frozen params": None,
             "valid ppl": scorer.evaluate("valid").perplexity, "valid sd": None,
             "test ppl": scorer.evaluate("test").perplexity, "test sd": None,
+            "converged": "", "best epoch": None, "best minutes": None,
             "tokens/s": None, "minutes": cfg.get("train_seconds", 0) / 60, "runs": [str(run_dir)]}
 
 
@@ -105,7 +147,9 @@ def write_report(sweep_dir: Path, baseline: Path | None = None) -> list[Path]:
                f"not yet: {', '.join(missing)}." if missing else "")
     md = sweep_dir / "results.md"
     atomic_write_text(md, f"# {sweep_dir.name}\n\nValidation and test perplexity of each run's "
-                      f"best checkpoint; mean and sd over seeds.{partial}\n\n"
+                      f"best checkpoint; mean and sd over seeds. *converged*: runs (of the seeds) that ended by "
+                      f"their early-stopping rule, not by a cap on epochs, updates or time; *best "
+                      f"epoch/minutes*: when the best checkpoint was measured (mean).{partial}\n\n"
                       + markdown(COLUMNS, table, digits=4) + "\n")
     csv = sweep_dir / "results.csv"
     atomic_write_text(csv, to_csv(COLUMNS, table))

@@ -67,7 +67,11 @@ def grid(name: str, embeddings: list[str], values: list[str] | None = None) -> l
         return [(n, s, {}) for n, s in SIX]
     if name == "unk":
         ks = _values(values, ["0", "1", "2", "5"], int, "UNK thresholds (integers)")
-        return [(f"{n}.K{k}", {**s, "unk_threshold": k}, {"K": k}) for k in ks for n, s in SIX]
+        # --extend-vocab only makes sense at K=0 (the vectors' words have training count 0,
+        # so any K >= 1 turns them back into <unk>): the paper's K=0 is rare words kept plus
+        # the pretraining words; K >= 1 is its two-step construction from training counts.
+        return [(f"{n}.K{k}", {**s, "unk_threshold": k, **({"extend_vocab": False} if k else {})},
+                 {"K": k}) for k in ks for n, s in SIX]
     if name == "pretrain":
         if not embeddings:
             raise LmlowError("--grid pretrain needs --embeddings FILE[,FILE...]")
@@ -99,7 +103,10 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
         settings = {"corpus": str(corpus), **extra, **settings}
         if unigram and "unigram" not in settings.get("init", ()):
             settings["init"] = (*settings.get("init", ("random",)), "unigram")
-        needs_vectors = {"glove", "glove-output"} & set(settings.get("init", ()))
+        # --extend-vocab takes its words from the vectors, so a random configuration gets
+        # them too: every configuration of one table is then scored on the same tokens.
+        needs_vectors = ({"glove", "glove-output"} & set(settings.get("init", ()))
+                         or settings.get("extend_vocab"))
         if needs_vectors and not settings.get("embeddings"):
             if not embeddings:
                 raise LmlowError(f"configuration {name} needs --embeddings FILE")

@@ -228,6 +228,7 @@ class Trainer:
         self.first_bad = torch.full((), -1, dtype=torch.int64, device=self.device)
         self.stop: list[int] = []
         self.agreed_signal = 0
+        self.stopped_by: str | None = None   # "patience" once early stopping ends the run
         self.clocks = None     # (start of training, start of the epoch), by time.time()
         self.tracker = None
         if cfg.track_frequency and world.main:   # Meister et al.'s Fig. 1 statistics
@@ -403,7 +404,10 @@ class Trainer:
         st = self.state
         self.clocks = (time.time() - st.train_seconds, None)   # validations count as time
         while not budget_spent(cfg, st.epoch, st.step, st.train_seconds):
-            if not self._train_epoch(data) or self._epoch_end():
+            if not self._train_epoch(data):
+                break
+            if self._epoch_end():
+                self.stopped_by = "patience"
                 break
             self._check_signal()
             if budget_spent(cfg, st.epoch, st.step, st.train_seconds) == "time":
@@ -614,6 +618,10 @@ class Trainer:
                 "best_valid_ppl": math.exp(self.state.best_valid) if self.state.best_valid < math.inf else None,
                 "train_seconds": round(self.state.train_seconds, 1), "tokens": self.state.tokens,
                 "tokens_per_s": round(self.state.tokens / max(1e-9, self.state.train_seconds)),
+                # why it ended: "patience" (early stopping: converged by the run's own rule)
+                # or the budget that ran out ("epochs", "steps", "time")
+                "stopped_by": self.stopped_by or budget_spent(self.cfg, self.state.epoch,
+                                                              self.state.step, self.state.train_seconds),
                 **self.init_report}
 
 

@@ -174,3 +174,39 @@ def test_interpolation_with_an_lstm(speech_corpus, kn, tmp_path):
     assert r.returncode == 1 and "--interpolate" in r.stderr
     r = lmlow("eval", lstm, "--interpolate", kn, "--weight", "1.5", cache=cache)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "between 0 and 1" in r.stderr
+
+
+def test_extended_vocabulary_shares_unk_probability(speech_corpus, tmp_path):
+    """--extend-vocab: the vectors' words that training never saw share KenLM's <unk>
+    probability equally with <unk>, so the n-gram is still a distribution over the LSTM's
+    (extended) vocabulary: probabilities after a context sum to 1, as KenLM's own do."""
+    import kenlm
+
+    from lmlow.embeddings import vector_words
+
+    train = set((speech_corpus / "train.txt").read_text().split())
+    unseen = sorted(set((speech_corpus / "valid.txt").read_text().split()) - train)[:20]
+    vec = tmp_path / "v.txt"
+    vec.write_text("".join(f"{w} 0.1 0.2\n" for w in [*unseen, "the"]))
+    run = tmp_path / "run"
+    train_ngram(speech_corpus, run, order=3, memory="100M", quiet=True, embeddings=str(vec),
+                extend_vocab=True)
+    ng = NgramRun(run)
+    assert ng.vocab.words == Corpus(speech_corpus, 0, vector_words(vec)).vocab.words
+    assert all(w in ng.vocab for w in unseen)
+    v = ng.vocab
+    context = [v.index["the"], v.index["people"]]
+    probs = [math.exp(ng.token_logprobs(np.array([*context, i] + ([] if i == v.eos_id else [v.eos_id])))[2])
+             for i in range(len(v))]
+    assert abs(sum(probs) - 1) < 1e-4
+    m = kenlm.Model(str(run / "model.bin"))
+    state, mid, out = kenlm.State(), kenlm.State(), kenlm.State()
+    m.BeginSentenceWrite(state)
+    m.BaseScore(state, "the", mid)
+    m.BaseScore(mid, "people", state)
+    p_unk = 10 ** m.BaseScore(state, "<unk>", out)
+    share = p_unk / (len(unseen) + 1)
+    assert probs[v.index[unseen[0]]] == pytest.approx(share, rel=1e-6)
+    assert probs[v.unk_id] == pytest.approx(share, rel=1e-6)
+    r = lmlow("ngram", speech_corpus, "--out", tmp_path / "x", "--extend-vocab")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "--embeddings" in r.stderr

@@ -76,3 +76,46 @@ def test_bad_grid_file_is_one_line(tmp_path, speech_corpus):
     (tmp_path / "g.toml").write_text("[runs.a]\nbogus = 1\n")
     r = lmlow("sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", tmp_path / "s", "--dry-run")
     assert r.returncode == 1 and "unknown setting 'bogus'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_extend_vocab_gives_every_configuration_the_same_words():
+    """K=0 in the paper's sense: with --extend-vocab even the random `standard` run reads the
+    vectors' words, so the six are scored on the same tokens; the unk grid extends only K=0
+    (K >= 1 is the paper's construction from training counts)."""
+    runs = plan("c", "o", "six", [1], "tiny", ["v.txt"], None, {"extend_vocab": True})
+    assert all(r.settings["embeddings"] == "v.txt" and r.settings["extend_vocab"] for r in runs)
+    runs = plan("c", "o", "unk", [1], "tiny", ["v.txt"], ["0", "1", "5"], {"extend_vocab": True})
+    assert {r.settings["unk_threshold"] for r in runs if r.settings["extend_vocab"]} == {0}
+    assert len([r for r in runs if not r.settings["extend_vocab"]]) == 12
+
+
+def test_report_says_whether_runs_converged_and_survives_without_checkpoints(speech_corpus, tmp_path):
+    """A run ended by early stopping is converged, one ended by a cap is not; a committed sweep
+    (checkpoints left out of git) still reports from its cached evaluations."""
+    from lmlow.report import _stopped_by, convergence
+    from lmlow.rundir import RunDir
+
+    rows = [{"epoch": e, "valid_ppl": p} for e, p in enumerate([9, 8, 8.5, 8.2], 1)]
+    assert _stopped_by({"patience": 2, "max_epochs": 10}, {"epochs": 4}, rows) == "patience"
+    assert _stopped_by({"patience": 3, "max_epochs": 4}, {"epochs": 4}, rows) == "epochs"
+    out = tmp_path / "sweep"
+    (tmp_path / "grid.toml").write_text(GRID)
+    args = ("sweep", speech_corpus, "--grid", tmp_path / "grid.toml", "--out", out,
+            "--preset", "tiny", "--max-epochs", "1")
+    assert lmlow(*args).returncode == 0
+    conv = convergence(RunDir(out / "standard.seed1"))
+    assert conv == {"converged": False, "stopped_by": "epochs", "best_epoch": 1,
+                    "best_minutes": conv["best_minutes"]} and conv["best_minutes"] > 0
+    assert lmlow("report", out).returncode == 0
+    before = json.loads((out / "results.json").read_text())
+    assert {row["converged"] for row in before} == {"0/1"}
+    assert all(len(row["valid ppls"]) == 1 and row["seed list"] == [1] for row in before)
+    for pt in out.glob("*/*.pt"):
+        pt.unlink()
+    assert lmlow("report", out).returncode == 0
+    after = json.loads((out / "results.json").read_text())
+    assert [r["valid ppl"] for r in after] == [r["valid ppl"] for r in before]
+    for cache in out.glob("*/eval_best_*.json"):
+        cache.unlink()
+    r = lmlow("report", out)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "best.pt" in r.stderr

@@ -1,0 +1,28 @@
+# Settings shared by every converged experiment (sourced by each run.sh): one protocol,
+# written down once. See experiments/README.md, "Protocol".
+LM=${LM:-.venv/bin/lmlow}
+JOBS=${JOBS:-2}                      # runs at a time; each gets one thread (--threads 1)
+MINI=corpora/pydocs-mini
+# The LM text: the first quarter of the mini corpus's training pages (2,508 lines, 60,440
+# words), its valid/test splits unchanged. A quarter, because the whole tables then converge
+# in the machine time we had (2 cores); the pretraining text stays 0.78M words, 13x the LM text.
+Q=data/pydocs-mini-q
+VEC=vectors/pydocs-mini.100d.txt     # GloVe on the mini corpus's pretraining text
+# The model: the `small` preset's 2-layer AWD-LSTM and Adam, at 100-d embeddings and 256
+# hidden units so that a run converges in minutes on one core, with AWD-LSTM's own
+# regularisation (Merity et al.'s dropouts and weight drop, as the paper used them): on 60k
+# training words the small preset's lighter dropouts overfit within 4 epochs.
+MODEL=(--preset small --emb-size 100 --hidden-size 256
+       --dropout 0.4 --dropouth 0.3 --dropouti 0.65 --dropoute 0.1 --wdrop 0.5)
+# Convergence: validate every epoch, halve the learning rate after an epoch without a new
+# best, stop after 3 such epochs in a row; 80 epochs at most (a run that stops there is not
+# converged, and the report says so).
+CONVERGE=(--schedule plateau --gamma 0.5 --patience 3 --max-epochs 80 --threads 1)
+quarter() {
+  [ -f $Q/test.txt ] && return
+  mkdir -p $Q.tmp && head -n 2508 $MINI/train.txt > $Q.tmp/train.txt
+  cp $MINI/valid.txt $MINI/test.txt $Q.tmp/ && mv $Q.tmp $Q
+}
+vectors() {
+  [ -f "$VEC" ] || $LM embed $MINI/pretrain.txt.gz --out "$VEC" --dim 100 --epochs 25 --quiet
+}
