@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lmlow-installed
 PYTEST_ARGS ?=
 
-.PHONY: install test test-fast demo data-ptb data-pydocs data-sotu clean-cache
+.PHONY: install test test-fast demo data-ptb data-pydocs data-sotu data-sotu-domain clean-cache
 
 install: $(STAMP)
 
@@ -38,6 +38,9 @@ data-pydocs: install
 
 data-sotu: install
 	$(PY) data_scripts/build_sotu.py --out data/sotu
+
+data-sotu-domain: install
+	$(PY) data_scripts/build_sotu_domain.py --out data/sotu-q
 
 clean-cache:
 	rm -rf $${LMLOW_CACHE_DIR:-$$HOME/.cache/lmlow}

@@ -1,0 +1,73 @@
+"""experiments/claims.py: the verdicts follow the stated rule, and the README's generated
+section is what the committed results say (so claims and results cannot drift apart)."""
+import importlib.util
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("claims", ROOT / "experiments" / "claims.py")
+claims = importlib.util.module_from_spec(spec)
+sys.modules["claims"] = claims          # dataclasses look their module up
+spec.loader.exec_module(claims)
+
+
+def row(name, ppls, converged=True, seeds=(1, 2, 3), **extra):
+    return {"configuration": name, "valid ppl": statistics.mean(ppls), "valid ppls": list(ppls),
+            "seed list": list(seeds), "converged": f"{len(ppls) if converged else 0}/{len(ppls)}",
+            "tie": "untied", **extra}
+
+
+@pytest.mark.parametrize("better, worse, verdict", [
+    ([100, 101, 102], [110, 111, 112], "holds"),             # every seed 10 apart; 2 sd = 2
+    ([110, 111, 112], [100, 101, 102], "does not hold"),
+    ([100, 105, 110], [104, 108, 112], "no clear difference"),  # diffs 4, 3, 2; 2 sd = 10
+    ([100, 101, 102], [110, 111, 101], "no clear difference"),  # one seed goes the other way
+])
+def test_paired_verdicts(better, worse, verdict):
+    c = claims.Comparison(row("a", better), row("b", worse))
+    assert c.diffs() == [w - b for b, w in zip(better, worse)]
+    assert c.margin() == pytest.approx(2 * max(statistics.stdev(better), statistics.stdev(worse)))
+    assert c.verdict() == verdict
+
+
+def test_seeds_are_paired_by_number_not_position():
+    c = claims.Comparison(row("a", [100, 200], seeds=(1, 2)), row("b", [210, 110], seeds=(2, 1)))
+    assert c.diffs() == [10, 10]
+
+
+def test_one_seed_uses_two_percent_and_unconverged_runs_are_labelled():
+    c = claims.Comparison(row("a", [100], seeds=(1,)), row("b", [101.5], seeds=(1,), converged=False))
+    assert c.margin() == pytest.approx(2.0) and c.verdict() == "no clear difference"
+    assert "not all runs converged" in c.row("x")
+
+
+def test_gain_by_k(tmp_path):
+    """Table 3's claim: the gain of ours over standard shrinks as K grows."""
+    six = {"standard": row("standard", [500, 510, 520]), "ours": row("ours", [400, 405, 410])}
+    unk = {"standard.K5": row("standard.K5", [200, 202, 204]), "ours.K5": row("ours.K5", [195, 196, 197])}
+    out = []
+    verdict, lines = claims.unk_claim(six, unk, out)
+    assert verdict == "holds" and "| 0 |" in lines[2] and "| 5 |" in lines[3]
+    unk = {"standard.K5": row("standard.K5", [300, 310, 320]), "ours.K5": row("ours.K5", [150, 155, 160])}
+    assert claims.unk_claim(six, unk, [])[0] == "does not hold"
+
+
+def test_alc_over_the_updates_both_runs_trained(tmp_path):
+    for name, losses in (("zero", [6.0, 5.0, 4.0, 3.9]), ("uni", [5.0, 4.5, 4.0])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.jsonl").write_text("".join(
+            json.dumps({"step": 100 * (i + 1), "valid_loss": v}) + "\n" for i, v in enumerate(losses)))
+    zero, uni = claims.alc_pair("zero", "uni", tmp_path)
+    assert zero == pytest.approx((5.5 + 4.5) / 2) and uni == pytest.approx((4.75 + 4.25) / 2)
+
+
+def test_readme_section_matches_the_committed_results():
+    text = (ROOT / "experiments" / "README.md").read_text()
+    section = text.split(claims.START, 1)[1].split(claims.END, 1)[0]
+    assert section.strip() == claims.report().strip(), (
+        "experiments/README.md is out of date: run python experiments/claims.py --update "
+        "experiments/README.md")
