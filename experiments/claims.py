@@ -9,7 +9,7 @@ seeds and a verdict: **holds**, **does not hold**, **no clear difference** or **
 (its table is not committed yet). Run from the repo root:
 
     python experiments/claims.py                  # print
-    python experiments/claims.py --update README.md   # rewrite README's generated section
+    python experiments/claims.py --update README.md --update experiments/README.md
 
 Paired comparison: the same seed gives two configurations the same data order, so the
 difference is taken per seed (worse minus better, in validation perplexity). A claim holds
@@ -308,14 +308,15 @@ def update(path: Path, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--update", type=Path, metavar="FILE",
-                    help=f"replace the text between {START} and {END} in FILE")
+    ap.add_argument("--update", type=Path, metavar="FILE", action="append",
+                    help=f"replace the text between {START} and {END} in FILE (repeatable)")
     args = ap.parse_args(argv)
     text = report()
+    for path in args.update or []:
+        update(path, text)
     if args.update:
-        update(args.update, text)
-    else:
-        print(text, end="")
+        return
+    print(text, end="")
 
 
 if __name__ == "__main__":

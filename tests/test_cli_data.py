@@ -67,3 +67,29 @@ def test_nothing_overwritten_without_force(tmp_path, cache):
     r = lmlow("vocab", d, "--out", tmp_path / "v.txt", cache=cache)
     assert r.returncode == 1 and "--force" in r.stderr
     assert (tmp_path / "v.txt").read_text() == "mine\n"
+
+
+def test_sotu_domain_split_is_by_speech_seeded_and_disjoint(tmp_path):
+    """build_sotu_domain.py: the LM side and the pretraining side share no speech, the cut is
+    where the LM side first has enough words, and the seed fixes the split."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "data_scripts"
+    sys.path.insert(0, str(root))
+    spec = importlib.util.spec_from_file_location("build_sotu_domain", root / "build_sotu_domain.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    files = []
+    for i in range(20):
+        files.append(tmp_path / f"s{i:02d}.txt")
+        files[-1].write_text(" ".join(["word"] * (10 * (i + 1))))
+    lm, pre = mod.split_speeches(files, 300, seed=1)
+    assert set(lm).isdisjoint(pre) and set(lm) | set(pre) == set(files)
+    sizes = [len(f.read_text().split()) for f in lm]
+    assert sum(sizes) >= 300 and sum(sizes[:-1]) < 300
+    assert mod.split_speeches(files, 300, seed=1) == (lm, pre)
+    assert mod.split_speeches(files, 300, seed=2) != (lm, pre)
+    with pytest.raises(Exception, match="lower --lm-words"):
+        mod.split_speeches(files, 10**6, seed=1)
