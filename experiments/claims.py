@@ -8,8 +8,8 @@ per claim of Kummerfeld et al. (2020) and Meister et al. (2023), the paired comp
 seeds and a verdict: **holds**, **does not hold**, **no clear difference** or **not tested**
 (its table is not committed yet). Run from the repo root:
 
-    python experiments/claims.py                  # print
-    python experiments/claims.py --update README.md --update experiments/README.md
+    python experiments/claims.py             # print the claims
+    python experiments/claims.py --update    # rewrite the generated sections of the READMEs
 
 Paired comparison: the same seed gives two configurations the same data order, so the
 difference is taken per seed (worse minus better, in validation perplexity). A claim holds
@@ -297,6 +297,84 @@ def _scale(six: dict) -> str:
             f"{six['ours']['seeds']} seeds")
 
 
+# ---------------------------------------------------------------- the tables' READMEs
+
+SIX_ORDER = ["standard", "ours-random-output-unfrozen", "standard+pretraining", "ours-unfrozen",
+             "ours", "ours-random-output"]
+PAPER = {   # Kummerfeld et al.: Table 2 (NANC column = Table 3's K=0) and Table 3, valid ppl
+    "standard": (106, 106, 70.6, 55.4), "ours-random-output-unfrozen": (103, 104, 72.5, 56.8),
+    "standard+pretraining": (97.2, 99.9, 68.1, 54.1), "ours-unfrozen": (95.7, 97.8, 70.2, 56.0),
+    "ours": (90.8, 92.1, 66.5, 54.5), "ours-random-output": (90.5, 91.5, 65.8, 54.0)}
+PAPER_UNK_VALID_TOKENS = {0: 0, 1: 2.3, 2: 3.4, 5: 5.5}
+
+
+def _ppl(row: dict | None, key: str = "valid") -> str:
+    if not row:
+        return "-"
+    sd = row.get(f"{key} sd")
+    return f"{row[f'{key} ppl']:.1f}" + (f" ({sd:.1f})" if sd else "")
+
+
+def six_table(table: str = "six", root: Path = ROOT) -> str:
+    """The six (and, where run, the six with the unigram bias) beside the paper's NANC column."""
+    six = load(table, root)
+    uni = load("six+unigram", root) if table == "six" else {}
+    if not six:
+        return "Not run yet: no `results.json` is committed for this table.\n"
+    lines = ["| configuration | tie | input | output | valid ppl (sd) | test ppl (sd) | converged | "
+             "best epoch | with unigram bias: valid (sd) | converged | paper, NANC valid |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name in SIX_ORDER:
+        r = six.get(name)
+        if not r:
+            lines.append(f"| {name} | not finished | | | | | | | | | {PAPER[name][0]} |")
+            continue
+        u = uni.get(name)
+        lines.append(f"| {name} | {r['tie']} | {r['input']} | {r['output']} | {_ppl(r)} | "
+                     f"{_ppl(r, 'test')} | {r['converged']} | {r['best epoch']:.1f} | {_ppl(u)} | "
+                     f"{u['converged'] if u else '-'} | {PAPER[name][0]} |")
+    for name, r in six.items():
+        if name.startswith("KenLM"):
+            lines.append(f"| {name}, same tokens | | | | {r['valid ppl']:.1f} | {r['test ppl']:.1f} "
+                         f"| | | | | 92.3 (Table 7) |")
+    return "\n".join(lines) + "\n"
+
+
+def unk_table(root: Path = ROOT) -> str:
+    """Table 3: valid ppl by K (mean (sd) [paper]), and the share of valid tokens that are <unk>."""
+    six, unk = load("six", root), load("unk", root)
+    if not six and not unk:
+        return "Not run yet: no `results.json` is committed for this table.\n"
+    ks = [0, 1, 2, 5]
+    by_k = {0: six} | {k: {n.removesuffix(f".K{k}"): r for n, r in unk.items() if n.endswith(f".K{k}")}
+                       for k in ks[1:]}
+    lines = ["| configuration | " + " | ".join(f"K={k}: valid (sd) [paper] | converged" for k in ks) + " |",
+             "|---|" + "---|---|" * len(ks)]
+    for name in SIX_ORDER:
+        cells = []
+        for i, k in enumerate(ks):
+            r = by_k[k].get(name)
+            cells.append(f"{_ppl(r)} [{PAPER[name][i]}] | {r['converged'] if r else '-'}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    stats = root / "experiments/unk/stats.json"
+    if stats.exists():
+        st = json.loads(stats.read_text())
+        share = {k: st["unk_rule"][str(k)]["valid"]["tokens_pct"] for k in ks[1:]}
+        share[0] = st["oov"]["valid"]["tokens_pct"]
+        lines.append("| valid tokens that are `<unk>`, % [paper] | " + " | ".join(
+            f"{share[k]:.2f} [{PAPER_UNK_VALID_TOKENS[k]}] | " for k in ks) + " |")
+    return "\n".join(lines) + "\n"
+
+
+GENERATED = {   # file -> what its generated section holds
+    "README.md": report,
+    "experiments/README.md": report,
+    "experiments/six/README.md": six_table,
+    "experiments/unk/README.md": unk_table,
+    "experiments/sotu/README.md": lambda root=ROOT: six_table("sotu", root),
+}
+
+
 def update(path: Path, text: str) -> None:
     old = path.read_text()
     if START not in old or END not in old:
@@ -308,15 +386,15 @@ def update(path: Path, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--update", type=Path, metavar="FILE", action="append",
-                    help=f"replace the text between {START} and {END} in FILE (repeatable)")
+    ap.add_argument("--update", action="store_true",
+                    help=f"rewrite the text between {START} and {END} in every file that has "
+                    f"a generated section ({', '.join(GENERATED)})")
     args = ap.parse_args(argv)
-    text = report()
-    for path in args.update or []:
-        update(path, text)
     if args.update:
+        for name, make in GENERATED.items():
+            update(ROOT / name, make())
         return
-    print(text, end="")
+    print(report(), end="")
 
 
 if __name__ == "__main__":
