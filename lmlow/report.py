@@ -11,7 +11,7 @@ from lmlow.config import EmbeddingRoles
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, atomic_write_text, read_json
 from lmlow.plots import plot_validation_curves
-from lmlow.rundir import RunDir
+from lmlow.rundir import NGRAM, RunDir
 from lmlow.tables import markdown, to_csv
 
 COLUMNS = ["configuration", "tie", "input", "output", "unigram bias", "seeds", "trainable params",
@@ -26,20 +26,23 @@ def run_folders(sweep_dir: Path) -> list[RunDir]:
 
 
 def evaluation(run: RunDir, split: str) -> dict:
-    """The best checkpoint's evaluation, cached beside it (recomputed if the checkpoint changed).
-    (The cache is named ``eval_best_*`` whichever checkpoint is the best one.) A finished run
-    whose checkpoints were not kept (a committed experiment: ``*.pt`` stay out of git) is
-    reported from its cached evaluation, the record of the checkpoint it was made from."""
+    """The run's evaluation on a split (an LSTM's best checkpoint, or the n-gram model), cached
+    beside it and recomputed if the model file changed. (The cache is named ``eval_best_*``
+    whichever checkpoint is the best one.) A finished run whose model files were not kept (a
+    committed experiment: ``*.pt`` and KenLM's files stay out of git) is reported from its
+    cached evaluation, the record of the model it was made from."""
     from lmlow.runs import load
 
-    checkpoint = run.default_checkpoint()
+    ngram = run.kind == NGRAM
+    checkpoint = None if ngram else run.default_checkpoint()
+    model = (run.binary if run.binary.exists() else run.arpa) if ngram else run.checkpoint(checkpoint)
     cache = run.evaluation_cache("best", split)
-    if not run.checkpoint(checkpoint).exists():
+    if not model.exists():
         if cache.exists():
             return read_json(cache)
-        raise LmlowError(f"{run.path}: neither {checkpoint}.pt nor its evaluation "
-                         f"{cache.name}; train the run again (the sweep command resumes it)")
-    stamp = run.checkpoint(checkpoint).stat().st_mtime
+        raise LmlowError(f"{run.path}: neither {model.name} nor its evaluation {cache.name}; "
+                         f"train the run again (a sweep command resumes it)")
+    stamp = model.stat().st_mtime
     if cache.exists():
         data = read_json(cache)
         if data.get("checkpoint_mtime") == stamp:
@@ -114,15 +117,13 @@ def _sd(xs: list[float]) -> float | None:
 
 def baseline_row(run_dir: Path) -> dict:
     """A KenLM (or any other) run folder as an extra row."""
-    from lmlow.runs import load
-
-    scorer = load(run_dir)
-    cfg = read_json(RunDir(run_dir).config)
+    run = RunDir(run_dir).require()
+    cfg = read_json(run.config)
     name = f"KenLM {cfg['order']}-gram" if "order" in cfg else Path(run_dir).name
     return {"configuration": name, "tie": "", "input": "", "output": "", "unigram bias": "",
             "seeds": 1, "trainable params": None, "frozen params": None,
-            "valid ppl": scorer.evaluate("valid").perplexity, "valid sd": None,
-            "test ppl": scorer.evaluate("test").perplexity, "test sd": None,
+            "valid ppl": evaluation(run, "valid")["perplexity"], "valid sd": None,
+            "test ppl": evaluation(run, "test")["perplexity"], "test sd": None,
             "converged": "", "best epoch": None, "best minutes": None,
             "tokens/s": None, "minutes": cfg.get("train_seconds", 0) / 60, "runs": [str(run_dir)]}
 

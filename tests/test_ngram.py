@@ -210,3 +210,20 @@ def test_extended_vocabulary_shares_unk_probability(speech_corpus, tmp_path):
     assert probs[v.unk_id] == pytest.approx(share, rel=1e-6)
     r = lmlow("ngram", speech_corpus, "--out", tmp_path / "x", "--extend-vocab")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "--embeddings" in r.stderr
+
+
+def test_a_committed_baseline_reports_without_its_model_files(kn):
+    """lmlow report --baseline on an n-gram run whose ARPA/binary files were left out of git
+    reads the evaluations cached when it was first reported."""
+    from lmlow.report import baseline_row
+
+    first = baseline_row(kn)
+    assert first["valid ppl"] == pytest.approx(NgramRun(kn).evaluate("valid").perplexity)
+    moved = [(p, p.with_suffix(p.suffix + ".away")) for p in (kn / "model.bin", kn / "model.arpa")]
+    for p, away in moved:
+        p.rename(away)
+    try:
+        assert baseline_row(kn) == first
+    finally:
+        for p, away in moved:
+            away.rename(p)
