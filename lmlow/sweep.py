@@ -150,9 +150,13 @@ def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
 
 def record_plan(runs: list[Run], out: Path) -> None:
     """``SWEEP/sweep.json``: every planned run (its settings and seed), what `--status`, the
-    report's count of missing runs and a SLURM task read."""
+    report's count of missing runs and a SLURM task read. A folder's plan is every run ever
+    planned into it: a later command (more seeds, or a few configurations first) adds its runs
+    and replaces those of the same name, so a report never calls a partial table complete."""
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / PLAN, [r.__dict__ for r in runs])
+    new = {r.folder for r in runs}
+    kept = [r for r in load_plan(out) or [] if r.folder not in new]
+    atomic_write_json(out / PLAN, [r.__dict__ for r in kept + runs])
 
 
 def load_plan(out: Path) -> list[Run] | None:
