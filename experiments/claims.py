@@ -366,12 +366,34 @@ def unk_table(root: Path = ROOT) -> str:
     return "\n".join(lines) + "\n"
 
 
+def meister_table(root: Path = ROOT) -> str:
+    """Meister et al. at convergence: ALC and final perplexity, zero vs log-unigram bias init,
+    per configuration of the six and per seed."""
+    six, uni = load("six", root), load("six+unigram", root)
+    names = [n for n in SIX_ORDER if n in six and n in uni]
+    if not names:
+        return "Not run yet: no configuration has finished both with and without the unigram bias.\n"
+    lines = ["| configuration | seeds | ALC zero init (nats) | ALC unigram init | zero - unigram, per seed "
+             "| valid ppl zero init | valid ppl unigram init | converged (zero / unigram) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for n in names:
+        z = dict(zip(six[n]["seed list"], six[n]["runs"]))
+        u = dict(zip(uni[n]["seed list"], uni[n]["runs"]))
+        pairs = [alc_pair(z[s], u[s], root) for s in sorted(set(z) & set(u))]
+        lines.append(f"| {n} | {len(pairs)} | {statistics.mean(a for a, _ in pairs):.3f} | "
+                     f"{statistics.mean(b for _, b in pairs):.3f} | "
+                     f"{', '.join(f'{a - b:+.3f}' for a, b in pairs)} | {_ppl(six[n])} | {_ppl(uni[n])} | "
+                     f"{six[n]['converged']} / {uni[n]['converged']} |")
+    return "\n".join(lines) + "\n"
+
+
 GENERATED = {   # file -> what its generated section holds
     "README.md": report,
     "experiments/README.md": report,
     "experiments/six/README.md": six_table,
     "experiments/unk/README.md": unk_table,
     "experiments/sotu/README.md": lambda root=ROOT: six_table("sotu", root),
+    "experiments/meister/README.md": meister_table,
 }
 
 
