@@ -290,11 +290,13 @@ def _scale(six: dict) -> str:
     if not six or "ours" not in six:
         return "no converged table is committed yet"
     cfg = json.loads((ROOT / six["ours"]["runs"][0] / "config.json").read_text())
-    data = json.loads((ROOT / six["ours"]["runs"][0] / "data.json").read_text())
-    words = data.get("train_tokens") or data.get("tokens") or "?"
-    return (f"{cfg['corpus']} ({words} training tokens with <eos>), {cfg['emb_size']}-d embeddings, "
-            f"LSTM {cfg['hidden_size']} hidden, early stopping (patience {cfg['patience']}), "
-            f"{six['ours']['seeds']} seeds")
+    stats = ROOT / "experiments/unk/stats.json"
+    words = json.loads(stats.read_text())["sizes"]["train"]["words"] if stats.exists() else None
+    size = f", {words:,} training words" if words else ""
+    return (f"technical domain, `data/{Path(cfg['corpus']).name}`{size}; {cfg['emb_size']}-d "
+            f"vectors, a 2-layer AWD-LSTM of {cfg['hidden_size']} hidden units, trained until "
+            f"{cfg['patience']} epochs bring no new best; {six['ours']['seeds']} seeds "
+            f"(protocol: `experiments/README.md`)")
 
 
 # ---------------------------------------------------------------- the tables' READMEs
