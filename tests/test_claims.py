@@ -52,6 +52,8 @@ def test_gain_by_k(tmp_path):
     out = []
     verdict, lines = claims.unk_claim(six, unk, out)
     assert verdict == "holds" and "| 0 |" in lines[2] and "| 5 |" in lines[3]
+    unk["standard.K1"], unk["ours.K1"] = row("standard.K1", [300, 300, 300]), row("ours.K1", [150, 151, 152])
+    assert claims.unk_claim(six, unk, [])[0] == "holds in part"      # the gain peaks at K=1
     unk = {"standard.K5": row("standard.K5", [300, 310, 320]), "ours.K5": row("ours.K5", [150, 155, 160])}
     assert claims.unk_claim(six, unk, [])[0] == "does not hold"
 
