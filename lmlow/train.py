@@ -228,7 +228,6 @@ class Trainer:
         self.first_bad = torch.full((), -1, dtype=torch.int64, device=self.device)
         self.stop: list[int] = []
         self.agreed_signal = 0
-        self.stopped_by: str | None = None   # "patience" once early stopping ends the run
         self.clocks = None     # (start of training, start of the epoch), by time.time()
         self.tracker = None
         if cfg.track_frequency and world.main:   # Meister et al.'s Fig. 1 statistics
@@ -404,10 +403,7 @@ class Trainer:
         st = self.state
         self.clocks = (time.time() - st.train_seconds, None)   # validations count as time
         while not budget_spent(cfg, st.epoch, st.step, st.train_seconds):
-            if not self._train_epoch(data):
-                break
-            if self._epoch_end():
-                self.stopped_by = "patience"
+            if not self._train_epoch(data) or self._epoch_end():
                 break
             self._check_signal()
             if budget_spent(cfg, st.epoch, st.step, st.train_seconds) == "time":
@@ -565,7 +561,7 @@ class Trainer:
         st.valid_history.append(loss)
         st.lr = decayed_rate(cfg, st.lr, st.epoch, improved)
         self._save_last()
-        if cfg.patience and st.stale_epochs >= cfg.patience:
+        if self.stopped_by() == "patience":
             self._say(f"early stop: {cfg.patience} epochs without improvement")
             return True
         return False
@@ -611,6 +607,14 @@ class Trainer:
         if not self.quiet:
             print(msg, flush=True)
 
+    def stopped_by(self) -> str | None:
+        """Why training ended: "patience" (early stopping, the run's own convergence rule) or
+        the budget that ran out ("epochs", "steps", "time")."""
+        st, cfg = self.state, self.cfg
+        if cfg.patience and st.stale_epochs >= cfg.patience:
+            return "patience"
+        return budget_spent(cfg, st.epoch, st.step, st.train_seconds)
+
     def summary(self) -> dict:
         best = self.rundir.best if self.rundir.best.exists() else self.rundir.last
         return {"run_dir": str(self.run_dir), "checkpoint": str(best),
@@ -618,10 +622,7 @@ class Trainer:
                 "best_valid_ppl": math.exp(self.state.best_valid) if self.state.best_valid < math.inf else None,
                 "train_seconds": round(self.state.train_seconds, 1), "tokens": self.state.tokens,
                 "tokens_per_s": round(self.state.tokens / max(1e-9, self.state.train_seconds)),
-                # why it ended: "patience" (early stopping: converged by the run's own rule)
-                # or the budget that ran out ("epochs", "steps", "time")
-                "stopped_by": self.stopped_by or budget_spent(self.cfg, self.state.epoch,
-                                                              self.state.step, self.state.train_seconds),
+                "stopped_by": self.stopped_by(),
                 **self.init_report}
 
 

@@ -114,11 +114,8 @@ def build_vocabulary(train_counts: Counter, n_lines: int, unk_threshold: int = 0
     """
     if unk_threshold < 0:
         raise LmlowError(f"UNK threshold must be >= 0, got {unk_threshold}")
-    if unk_threshold <= 1:             # every word is kept: no pass in Python
-        kept = list(train_counts.items())
-        kept = [wc for wc in kept if wc[0] not in (UNK, EOS)] if (
-            UNK in train_counts or EOS in train_counts) else kept
-        replaced = 0
+    if unk_threshold <= 1 and UNK not in train_counts and EOS not in train_counts:
+        kept, replaced = list(train_counts.items()), 0     # every word is kept: no pass in Python
     else:
         kept = [(w, c) for w, c in train_counts.items() if w not in (UNK, EOS) and c >= unk_threshold]
         replaced = sum(c for w, c in train_counts.items() if w not in (UNK, EOS) and c < unk_threshold)
