@@ -73,3 +73,59 @@ def test_generated_sections_match_the_committed_results(readme):
     section = text.split(claims.START, 1)[1].split(claims.END, 1)[0]
     assert section.strip() == claims.GENERATED[readme]().strip(), (
         f"{readme} is out of date: run python experiments/claims.py --update")
+
+
+def table1_rows(ppl):
+    """The 20 configurations of `lmlow sweep --grid table1`, one seed, perplexity ppl(name)."""
+    from lmlow.config import EmbeddingRoles, table1_configurations
+    rows = {}
+    for s in table1_configurations():
+        roles = EmbeddingRoles.of(s)
+        name = roles.slug()
+        rows[name] = {**row(name, [ppl(name)], seeds=(1,)), **roles.columns()}
+    return rows
+
+
+def test_table1_groups_follow_the_papers_text():
+    rows = table1_rows(lambda n: 100)
+    groups = {n: claims.table1_group(r) for n, r in rows.items()}
+    assert sum(g.startswith("(a)") for g in groups.values()) == 5      # 4 untied + tied.rand-frozen
+    assert sum(g.startswith("(b)") for g in groups.values()) == 5      # 4 untied + tied.pre-frozen
+    assert sorted(n for n, g in groups.items() if g.startswith("(c)")) == [
+        "untied.in-rand-frozen.out-pre", "untied.in-rand-frozen.out-rand"]
+    assert groups["tied.pre-frozen"].startswith("(b)") and groups[claims.OURS_T1].startswith("(d)")
+
+
+def test_table1_claims_on_a_ranking_that_follows_the_paper():
+    def ppl(name):   # pretrained input 20% better, frozen pretrained 5% better, ours best
+        p = 1000.0 if "out-rand-frozen" in name or name == "tied.rand-frozen" else 300.0
+        p *= 0.8 if ("in-pre" in name or name.startswith("tied.pre")) else 1.0
+        p *= 0.95 if "in-pre-frozen" in name else 1.0
+        p *= 0.9 if name.startswith("untied") and "out-pre" in name and "frozen" not in name.split(".")[-1] else 1.0
+        return p * (0.9 if name == claims.OURS_T1 else 1.0)
+    v = claims.table1_claims(table1_rows(ppl), out := [])
+    assert v == {"Table 1: pretrained input beats random input": "holds",
+                 "Table 1: freezing the pretrained input helps": "holds",
+                 "Table 1: the top five use pretrained input, the top three are untied": "holds",
+                 "Table 1: ours is the best of the 20": "holds",
+                 "Table 1: frozen random output embeddings are the worst group": "holds"}
+    assert len([l for l in out if "random input" in l]) == 10    # 8 untied pairs (2 inputs x 4 outputs) + 2 tied
+    flipped = claims.table1_claims(table1_rows(lambda n: 2000 - ppl(n)), [])
+    assert flipped["Table 1: pretrained input beats random input"] == "does not hold"
+    assert flipped["Table 1: frozen random output embeddings are the worst group"] == "does not hold"
+    assert set(claims.table1_claims({}, []).values()) == {"not tested"}
+
+
+def test_the_six_claims_at_each_k_need_a_complete_column():
+    ppl = {"standard": 300, "ours-random-output-unfrozen": 290, "standard+pretraining": 250,
+           "ours-unfrozen": 240, "ours": 200, "ours-random-output": 210}
+    unk = {f"{n}.K{k}": row(f"{n}.K{k}", [p * f, p * f + 1, p * f + 2])
+           for k, f in ((1, 1.0), (5, 0.5)) for n, p in ppl.items()}
+    v = claims.unk_pattern_claims(unk, [])
+    assert v["freezing the pretrained input helps (Table 3, K=1,5)"] == "holds"
+    assert v["ours is the best (or close to it) (Table 3, K=1,5)"] == "holds"
+    unk["standard.K5"] = row("standard.K5", [100, 101, 102])        # random input best at K=5 only
+    v = claims.unk_pattern_claims(unk, [])
+    assert v["pretrained input beats random input (Table 3, K=1,5)"] == "mixed"
+    del unk["ours.K5"]                                                # K=5 incomplete: not counted
+    assert "freezing the pretrained input helps (Table 3, K=1)" in claims.unk_pattern_claims(unk, [])
