@@ -2,8 +2,8 @@
 """The papers' claims, checked against the committed converged experiments.
 
 Reads the ``results.json`` files that ``lmlow report`` wrote for the sweeps of
-``experiments/six``, ``experiments/unk``, ``experiments/table1-converged`` and
-``experiments/sotu`` (and the run folders they list, for learning curves), and prints Markdown:
+``experiments/six``, ``experiments/unk``, ``experiments/table1-converged``,
+``experiments/sotu`` and ``experiments/pretrain-size`` (and the run folders they list, for learning curves), and prints Markdown:
 per claim of Kummerfeld et al. (2020) and Meister et al. (2023), the paired comparison over
 seeds and a verdict: **holds**, **does not hold**, **no clear difference** or **not tested**
 (its table is not committed yet). Run from the repo root:
@@ -43,6 +43,7 @@ SOURCES = {   # table -> the committed results it is read from
     "unk": "experiments/unk/sweep/results.json",
     "table1": "experiments/table1-converged/sweep/results.json",
     "sotu": "experiments/sotu/sweep/results.json",
+    "pretrain-size": "experiments/pretrain-size/sweep/results.json",
 }
 
 
@@ -230,6 +231,29 @@ def unk_pattern_claims(unk: dict, out: list[str]) -> dict[str, str]:
     return {f"{claim} (Table 3, K={ks})": combine(vs) for claim, vs in per_claim.items()}
 
 
+BIG_VECTORS = "vectors from 11x more text"
+
+
+def pretrain_size_claims(six: dict, big: dict, out: list[str]) -> dict[str, str]:
+    """Table 5's question asked of our freezing result: the five configurations that read
+    vectors, with vectors from 11x more pretraining text but the same words (so the same
+    tokens, paired seed by seed with the six); `standard` reads no vectors and is the six's."""
+    claims = ["more pretraining text gives better models (Table 5)",
+              f"freezing the pretrained input helps ({BIG_VECTORS})"]
+    shared = [n for n in SIX_ORDER if n in big and n in six]
+    if not shared:
+        return {c: "not tested" for c in claims}
+    vs = []
+    for n in shared:
+        c = Comparison({**big[n], "configuration": f"{n}, 8.6M-word vectors"},
+                       {**six[n], "configuration": f"{n}, 0.78M-word vectors"})
+        out.append(c.row(f"{claims[0]} ({n})"))
+        vs.append(c.verdict())
+    rows = {**big, **({"standard": six["standard"]} if "standard" in six else {})}
+    freeze = six_claims(rows, f"technical, {BIG_VECTORS}", out)["freezing the pretrained input helps"]
+    return {claims[0]: combine(vs), claims[1]: freeze}
+
+
 def table1_group(row: dict) -> str:
     """The paper's four groups of Table 1 (its text names them; its row icons did not survive)."""
     tied = row["tie"] == "tied"
@@ -354,6 +378,7 @@ def report(root: Path = ROOT) -> str:
     verdicts |= unk_pattern_claims(unk, rows)
     verdicts["the gain grows as more rare words are kept (smaller K)"] = unk_verdict
     verdicts |= table1_claims(t1, rows)
+    verdicts |= pretrain_size_claims(six, load("pretrain-size", root), rows)
     second = six_claims(sotu, "State of the Union", rows)
     verdicts["other domains show the same pattern (State of the Union)"] = (
         combine(list(second.values())) if sotu else "not tested")
@@ -486,6 +511,29 @@ def table1_table(root: Path = ROOT) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pretrain_size_table(root: Path = ROOT) -> str:
+    """Per configuration: valid ppl with the six's vectors and with vectors from 11x more text,
+    and the cost of freezing (frozen minus trained input) with each."""
+    six, big = load("six", root), load("pretrain-size", root)
+    names = [n for n in SIX_ORDER if n in big and n in six]
+    if not names:
+        return "Not run yet: no `results.json` is committed for this table.\n"
+    lines = ["| configuration | 0.78M-word vectors: valid (sd) | 8.6M-word vectors: valid (sd) | "
+             "difference per seed (0.78M - 8.6M) | converged (0.78M / 8.6M) |", "|---|---|---|---|---|"]
+    for n in names:
+        d = Comparison(big[n], six[n]).diffs()
+        lines.append(f"| {n} | {_ppl(six[n])} | {_ppl(big[n])} | {', '.join(f'{x:+.1f}' for x in d)} "
+                     f"| {six[n]['converged']} / {big[n]['converged']} |")
+    lines += ["", "The cost of freezing the pretrained input (frozen minus trained, per seed; "
+              "negative: freezing helps):", "", "| pair | 0.78M-word vectors | 8.6M-word vectors |",
+              "|---|---|---|"]
+    for frozen, trained in PAIRS["freezing the pretrained input helps"]:
+        if all(n in t for n in (frozen, trained) for t in (six, big)):
+            cost = lambda t: ", ".join(f"{-x:+.1f}" for x in Comparison(t[frozen], t[trained]).diffs())
+            lines.append(f"| {frozen} - {trained} | {cost(six)} | {cost(big)} |")
+    return "\n".join(lines) + "\n"
+
+
 GENERATED = {   # file -> what its generated section holds
     "README.md": report,
     "experiments/README.md": report,
@@ -494,6 +542,7 @@ GENERATED = {   # file -> what its generated section holds
     "experiments/sotu/README.md": lambda root=ROOT: six_table("sotu", root),
     "experiments/meister/README.md": meister_table,
     "experiments/table1-converged/README.md": table1_table,
+    "experiments/pretrain-size/README.md": pretrain_size_table,
 }
 
 

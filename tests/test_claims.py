@@ -129,3 +129,17 @@ def test_the_six_claims_at_each_k_need_a_complete_column():
     assert v["pretrained input beats random input (Table 3, K=1,5)"] == "mixed"
     del unk["ours.K5"]                                                # K=5 incomplete: not counted
     assert "freezing the pretrained input helps (Table 3, K=1)" in claims.unk_pattern_claims(unk, [])
+
+
+def test_more_pretraining_text_pairs_with_the_six_by_seed():
+    six = {n: row(n, [p, p + 1, p + 2]) for n, p in (
+        ("standard", 470), ("ours-random-output-unfrozen", 445), ("standard+pretraining", 408),
+        ("ours-unfrozen", 407), ("ours", 457), ("ours-random-output", 483))}
+    big = {n: row(n, [p, p + 1, p + 2]) for n, p in (
+        ("ours-random-output-unfrozen", 430), ("standard+pretraining", 390), ("ours-unfrozen", 400),
+        ("ours", 380), ("ours-random-output", 385))}
+    v = claims.pretrain_size_claims(six, big, out := [])
+    assert v["more pretraining text gives better models (Table 5)"] == "holds"
+    assert v[f"freezing the pretrained input helps ({claims.BIG_VECTORS})"] == "holds"
+    assert any("ours, 8.6M-word vectors 381.0" in l for l in out)
+    assert set(claims.pretrain_size_claims(six, {}, []).values()) == {"not tested"}

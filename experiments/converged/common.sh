@@ -24,5 +24,5 @@ quarter() {
   cp $MINI/valid.txt $MINI/test.txt $Q.tmp/ && mv $Q.tmp $Q
 }
 vectors() {
-  [ -f "$VEC" ] || $LM embed $MINI/pretrain.txt.gz --out "$VEC" --dim 100 --epochs 25 --quiet
+  [ -f "$VEC" ] || $LM embed $MINI/pretrain.txt.gz --out "$VEC" --dim 100 --epochs 25
 }
