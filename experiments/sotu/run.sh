@@ -12,7 +12,8 @@ C=data/sotu-q
 V=vectors/sotu-q.100d.txt
 [ -f $C/pretrain.txt ] || .venv/bin/python data_scripts/build_sotu_domain.py --out $C
 [ -f $V ] || $LM embed $C/pretrain.txt --out $V --dim 100 --epochs 25 --threads 1
-[ -f $E/stats.md ] || $LM stats $C --embeddings $V --extend-vocab --pretrain $C/pretrain.txt > $E/stats.md
+[ -f $E/stats.md ] || { $LM stats $C --embeddings $V --extend-vocab --pretrain $C/pretrain.txt \
+    > $E/stats.md.tmp && mv $E/stats.md.tmp $E/stats.md; }
 [ -f $E/kenlm5/summary.json ] || \
   $LM ngram $C --order 5 --embeddings "$V" --extend-vocab --out $E/kenlm5 --quiet
 $LM sweep $C --grid six --extend-vocab --embeddings "$V" --seeds 1,2,3 --jobs "$JOBS" \
