@@ -14,9 +14,9 @@ SAME=vectors/pylibs-as-mini.100d.txt # those of ../six's vector words
 quarter
 vectors
 [ -f data/pylibs.txt ] || { echo "data/pylibs.txt: missing; run make data-pydocs" >&2; exit 1; }
-[ -f data/pylibs-mini-x.txt ] || $LM prepare data/pylibs.txt --no-split --dedup --documents line \
+[ -f data/pylibs-mini-x.txt ] || { $LM prepare data/pylibs.txt --no-split --dedup --documents line \
     --exclude $MINI/valid.txt --exclude $MINI/test.txt --out data/pylibs-mini-x.txt --json --force \
-    > $E/pretrain.json.tmp && mv $E/pretrain.json.tmp $E/pretrain.json
+    > $E/pretrain.json.tmp && mv $E/pretrain.json.tmp $E/pretrain.json; }
 [ -f $BIG ] || $LM embed data/pylibs-mini-x.txt --out $BIG --dim 100 --epochs 25 --threads 1
 if [ ! -f $SAME ]; then
   awk 'NR == FNR { keep[$1]; next } $1 in keep' "$VEC" $BIG > $SAME.tmp
