@@ -109,9 +109,15 @@ HEADER = ("| claim | expected better (valid ppl) | expected worse | difference p
           "| 2 sd | verdict |\n|---|---|---|---|---|---|---|")
 
 
+PARTS = {"holds in part": ["holds", "no clear difference"],
+         "does not hold in part": ["does not hold", "no clear difference"],
+         "mixed": ["holds", "does not hold"]}
+
+
 def combine(verdicts: list[str]) -> str:
-    """One verdict for a claim tested by several comparisons."""
-    tested = [v for v in verdicts if v != "not tested"]
+    """One verdict for a claim tested by several comparisons (or by several combined verdicts:
+    each "in part" or "mixed" counts as the verdicts it was made of)."""
+    tested = [p for v in verdicts if v != "not tested" for p in PARTS.get(v, [v])]
     if not tested:
         return "not tested"
     if all(v == "holds" for v in tested):

@@ -143,3 +143,18 @@ def test_more_pretraining_text_pairs_with_the_six_by_seed():
     assert v[f"freezing the pretrained input helps ({claims.BIG_VECTORS})"] == "holds"
     assert any("ours, 8.6M-word vectors 381.0" in l for l in out)
     assert set(claims.pretrain_size_claims(six, {}, []).values()) == {"not tested"}
+
+
+@pytest.mark.parametrize("verdicts, combined", [
+    (["holds", "holds", "not tested"], "holds"),
+    (["holds", "no clear difference"], "holds in part"),
+    (["does not hold", "no clear difference"], "does not hold in part"),
+    (["holds", "does not hold"], "mixed"),
+    (["no clear difference"], "no clear difference"),
+    (["does not hold in part"], "does not hold in part"),         # combining is idempotent
+    (["does not hold in part", "does not hold"], "does not hold in part"),
+    (["holds in part", "holds"], "holds in part"),
+    (["mixed", "holds"], "mixed"),
+])
+def test_combined_verdicts(verdicts, combined):
+    assert claims.combine(verdicts) == combined
