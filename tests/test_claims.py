@@ -158,3 +158,37 @@ def test_more_pretraining_text_pairs_with_the_six_by_seed():
 ])
 def test_combined_verdicts(verdicts, combined):
     assert claims.combine(verdicts) == combined
+
+
+# ------------------------------------------------ experiments/converged/reuse.py
+
+def _reuse(*args):
+    import subprocess
+    return subprocess.run([sys.executable, str(ROOT / "experiments/converged/reuse.py"), *args],
+                          capture_output=True, text=True, cwd=ROOT)
+
+
+def test_reuse_copies_the_six_under_table1_names_and_checks_their_settings(tmp_path):
+    """The six's committed runs land in a Table 1 sweep under Table 1's names with their
+    record (so the report reads them), and --check refuses a copy whose settings differ from
+    the sweep's own runs in anything but the embedding roles and the seed."""
+    six = ROOT / "experiments/six/sweep"
+    dst = tmp_path / "sweep"
+    assert _reuse(str(six), str(dst)).returncode == 0
+    ours = dst / "untied.in-pre-frozen.out-pre.seed2"
+    assert (ours / "reused_from").read_text().strip().endswith("ours.seed2")
+    assert json.loads((ours / "eval_best_valid.json").read_text()) == \
+        json.loads((six / "ours.seed2" / "eval_best_valid.json").read_text())
+    assert len([p for p in dst.iterdir() if p.name.endswith(".seed1")]) == 6
+    # a run of the sweep's own: another configuration, same settings otherwise
+    own = dst / "tied.rand-frozen.seed1"
+    own.mkdir()
+    cfg = json.loads((six / "standard.seed1" / "config.json").read_text())
+    (own / "config.json").write_text(json.dumps(cfg | {"freeze_input": True}))
+    (own / "summary.json").write_text("{}")
+    assert _reuse("--check", str(six), str(dst)).returncode == 0
+    (own / "config.json").write_text(json.dumps(cfg | {"freeze_input": True, "hidden_size": 512}))
+    bad = _reuse("--check", str(six), str(dst))
+    assert bad.returncode == 1 and "hidden_size" in bad.stdout
+    # a second copy changes nothing that is already there
+    assert "nothing to copy" in _reuse(str(six), str(dst)).stdout
