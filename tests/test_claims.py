@@ -192,3 +192,13 @@ def test_reuse_copies_the_six_under_table1_names_and_checks_their_settings(tmp_p
     assert bad.returncode == 1 and "hidden_size" in bad.stdout
     # a second copy changes nothing that is already there
     assert "nothing to copy" in _reuse(str(six), str(dst)).stdout
+
+
+@pytest.mark.parametrize("second, verdict", [
+    ({"a": "holds", "b": "does not hold"}, "holds"),
+    ({"a": "holds", "b": "holds"}, "holds in part"),
+    ({"a": "does not hold", "b": "holds"}, "does not hold"),
+    ({"a": "not tested", "b": "not tested"}, "not tested"),
+])
+def test_domain_agreement_compares_verdicts_claim_by_claim(second, verdict):
+    assert claims.domain_agreement({"a": "holds", "b": "does not hold"}, second) == verdict
