@@ -205,12 +205,33 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
                     code = 0                      # finished meanwhile by another sweep
                 elif code != 0 and RunDir(out / run.folder).locked_by():
                     code = ELSEWHERE
+                if code == 0:
+                    code = _score_now(RunDir(out / run.folder), per_job, log)
                 results.append((run, code))
                 tail = (out / "logs" / f"{run.folder}.log").read_text(errors="replace").strip().splitlines()[-1:]
                 state = {0: "done", ELSEWHERE: "running elsewhere"}.get(code, "FAILED")
                 log(f"{state} {run.folder}"
                     + ("" if code in (0, ELSEWHERE) else f": {tail[0] if tail else ''}"))
     return results
+
+
+def _score_now(run: RunDir, threads: int, log) -> int:
+    """Score a run's best checkpoint on valid and test as soon as it finishes, into the
+    ``eval_best_*.json`` caches beside it, so its numbers outlive its model files: ``*.pt`` stay
+    out of git, and a report of a committed sweep is read from these caches alone. A failure
+    here is the run's failure (1): a finished run that cannot be scored is not a result."""
+    import torch
+
+    from lmlow.report import evaluation
+
+    torch.set_num_threads(threads)
+    try:
+        for split in ("valid", "test"):
+            evaluation(run, split)
+    except LmlowError as e:
+        log(f"cannot score {run.path}: {e}")
+        return 1
+    return 0
 
 
 def dry_run(runs: list[Run], out: Path) -> list[str]:

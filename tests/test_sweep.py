@@ -46,6 +46,10 @@ def test_tiny_sweep_end_to_end(speech_corpus, tmp_path):
     r = lmlow(*args, "--jobs", "2")
     assert r.returncode == 0, r.stderr
     assert all((out / f"{n}.seed1" / "summary.json").exists() for n in ("standard", "untied-unigram"))
+    for n in ("standard", "untied-unigram"):            # scored as each run finished
+        for split in ("valid", "test"):
+            cached = json.loads((out / f"{n}.seed1" / f"eval_best_{split}.json").read_text())
+            assert 1 < cached["perplexity"] < 5000, cached
     assert lmlow(*args, "--dry-run").stdout.strip() == ""      # finished runs are skipped
     r = lmlow("report", out)
     assert r.returncode == 0, r.stderr
