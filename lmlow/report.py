@@ -12,6 +12,7 @@ from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, atomic_write_text, read_json
 from lmlow.plots import plot_validation_curves
 from lmlow.rundir import NGRAM, RunDir
+from lmlow.runs import evaluation
 from lmlow.tables import markdown, to_csv
 
 COLUMNS = ["configuration", "tie", "input", "output", "unigram bias", "seeds", "trainable params",
@@ -23,33 +24,6 @@ def run_folders(sweep_dir: Path) -> list[RunDir]:
     """The finished runs of a sweep folder."""
     runs = (RunDir(p) for p in sorted(Path(sweep_dir).iterdir()) if p.is_dir())
     return [r for r in runs if r.finished]
-
-
-def evaluation(run: RunDir, split: str) -> dict:
-    """The run's evaluation on a split (an LSTM's best checkpoint, or the n-gram model), cached
-    beside it and recomputed if the model file changed. (The cache is named ``eval_best_*``
-    whichever checkpoint is the best one.) A finished run whose model files were not kept (a
-    committed experiment: ``*.pt`` and KenLM's files stay out of git) is reported from its
-    cached evaluation, the record of the model it was made from."""
-    from lmlow.runs import load
-
-    ngram = run.kind == NGRAM
-    checkpoint = None if ngram else run.default_checkpoint()
-    model = (run.binary if run.binary.exists() else run.arpa) if ngram else run.checkpoint(checkpoint)
-    cache = run.evaluation_cache("best", split)
-    if not model.exists():
-        if cache.exists():
-            return read_json(cache)
-        raise LmlowError(f"{run.path}: neither {model.name} nor its evaluation {cache.name}; "
-                         f"train the run again (a sweep command resumes it)")
-    stamp = model.stat().st_mtime
-    if cache.exists():
-        data = read_json(cache)
-        if data.get("checkpoint_mtime") == stamp:
-            return data
-    data = load(run.path, checkpoint=checkpoint).evaluate(split).to_dict() | {"checkpoint_mtime": stamp}
-    atomic_write_json(cache, data)
-    return data
 
 
 def convergence(run: RunDir) -> dict:

@@ -12,6 +12,7 @@ from lmlow.checkpoint import load_model
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
+from lmlow.files import atomic_write_json, read_json
 from lmlow.rundir import LSTM, NGRAM, RunDir
 
 
@@ -91,3 +92,28 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
                              "LSTM runs only")
         return NgramRun(run.path)
     return LSTMRun(run.path, checkpoint, device, **lstm_options)
+
+
+def evaluation(run: RunDir, split: str) -> dict:
+    """The run's evaluation on a split (an LSTM's best checkpoint, or the n-gram model), cached
+    beside it and recomputed if the model file changed. (The cache is named ``eval_best_*``
+    whichever checkpoint is the best one.) A finished run whose model files were not kept (a
+    committed experiment: ``*.pt`` and KenLM's files stay out of git) is reported from its
+    cached evaluation, the record of the model it was made from."""
+    ngram = run.kind == NGRAM
+    checkpoint = None if ngram else run.default_checkpoint()
+    model = (run.binary if run.binary.exists() else run.arpa) if ngram else run.checkpoint(checkpoint)
+    cache = run.evaluation_cache("best", split)
+    if not model.exists():
+        if cache.exists():
+            return read_json(cache)
+        raise LmlowError(f"{run.path}: neither {model.name} nor its evaluation {cache.name}; "
+                         f"train the run again (a sweep command resumes it)")
+    stamp = model.stat().st_mtime
+    if cache.exists():
+        data = read_json(cache)
+        if data.get("checkpoint_mtime") == stamp:
+            return data
+    data = load(run.path, checkpoint=checkpoint).evaluate(split).to_dict() | {"checkpoint_mtime": stamp}
+    atomic_write_json(cache, data)
+    return data

@@ -222,7 +222,7 @@ def _score_now(run: RunDir, threads: int, log) -> int:
     here is the run's failure (1): a finished run that cannot be scored is not a result."""
     import torch
 
-    from lmlow.report import evaluation
+    from lmlow.runs import evaluation
 
     torch.set_num_threads(threads)
     try:
