@@ -30,7 +30,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from lmlow.config import check_values, setting
-from lmlow.data.corpus import Corpus, write_ids_as_text
+from lmlow.data.corpus import Corpus, head_fraction, write_ids_as_text
 from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
@@ -64,8 +64,13 @@ class NgramOptions:
                                  "LSTM's --extend-vocab does (K=0 only): the n-gram never saw "
                                  "them, so they share KenLM's <unk> probability equally with "
                                  "<unk>")
+    train_fraction: float = setting(1.0, "estimate on the first fraction of the training lines, "
+                                    "the LSTM's --train-fraction cut (the vocabulary and UNK rule "
+                                    "still come from the whole split, so the tokens scored are "
+                                    "the same at every fraction)")
 
-    RANGES: typing.ClassVar[dict[str, str]] = {"order": f"[2, {MAX_ORDER}]", "unk_threshold": "[0, inf)"}
+    RANGES: typing.ClassVar[dict[str, str]] = {"order": f"[2, {MAX_ORDER}]", "unk_threshold": "[0, inf)",
+                                               "train_fraction": "(0, 1]"}
 
 
 @dataclass
@@ -86,13 +91,14 @@ class NgramConfig:
     lmplz_peak_rss_mb: float | None
     extend_vocab: bool = False     # the vocabulary has the words of ``embeddings`` (count 0)
     embeddings: str | None = None
+    train_fraction: float = 1.0    # estimated on this first fraction of the training lines
     kind: str = NGRAM
 
     @classmethod
     def load(cls, path: Path) -> "NgramConfig":
         data = read_json(path)
         names = {f.name for f in fields(cls)}
-        missing = names - set(data) - {"kind", "extend_vocab", "embeddings"}
+        missing = names - set(data) - {"kind", "extend_vocab", "embeddings", "train_fraction"}
         if missing:
             raise LmlowError(f"{path}: not an n-gram run configuration (lacks {', '.join(sorted(missing))})")
         return cls(**{k: v for k, v in data.items() if k in names})
@@ -115,7 +121,7 @@ def parse_prune(text: str | None, order: int) -> list[int] | None:
 def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: int = 0,
                 memory: str = "1G", prune: list[int] | str | None = None, force: bool = False,
                 quiet: bool = False, embeddings: str | None = None,
-                extend_vocab: bool = False) -> NgramConfig:
+                extend_vocab: bool = False, train_fraction: float = 1.0) -> NgramConfig:
     """Estimate a KenLM model on the corpus's training split into a run folder; its
     ``summary.json``, written last, marks it finished."""
     if isinstance(prune, str):
@@ -123,7 +129,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
     if not 2 <= order <= MAX_ORDER:
         raise LmlowError(f"--order must be 2 to {MAX_ORDER} (KenLM's query code needs bigrams and "
                          f"was compiled for at most {MAX_ORDER}), got {order}")
-    check_values(NgramOptions(order, unk_threshold, memory, None))
+    check_values(NgramOptions(order, unk_threshold, memory, None, train_fraction=train_fraction))
     if extend_vocab and not embeddings:
         raise LmlowError("--extend-vocab needs --embeddings FILE")
     if not re.fullmatch(r"\d+(\.\d+)?[bKMGTPEZY%]?", memory):
@@ -142,12 +148,13 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
             raise LmlowError(f"{corpus.path('train')}: contains the word {word}, which the n-gram "
                              "training reserves (KenLM's sentence boundaries and lmlow's <unk> "
                              "stand-in); replace it in the corpus")
+    train_ids = head_fraction(corpus.encode("train").ids, train_fraction, vocab.eos_id)  # checked first
     run.create().clear()
     text = out_dir / "train.lmplz.txt"
     raw_arpa = out_dir / "model.lmplz.arpa"
     start = time.time()
     try:
-        write_training_text(corpus, text)
+        write_training_text(vocab, train_ids, text)
         cmd = [lmplz, "-o", str(order), "-S", memory, "-T", str(out_dir / "lmplz-tmp-"),
                "--text", str(text), "--arpa", str(raw_arpa)]
         if prune:
@@ -171,20 +178,20 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
                       train_seconds=round(time.time() - start, 2),
                       lmplz_seconds=round(lmplz_seconds, 2),
                       lmplz_peak_rss_mb=peak_rss_mb(stderr), extend_vocab=extend_vocab,
-                      embeddings=str(embeddings) if extend_vocab else None)
+                      embeddings=str(embeddings) if extend_vocab else None,
+                      train_fraction=train_fraction)
     atomic_write_json(run.config, asdict(cfg), indent=2)
     atomic_write_json(run.summary_file, {"run_dir": str(out_dir), "kind": NGRAM,
                                          "train_seconds": cfg.train_seconds})
     return cfg
 
 
-def write_training_text(corpus: Corpus, path: Path) -> None:
-    """The train split as lmplz reads it: the LSTM's tokens, ``<unk>`` as the placeholder."""
-    vocab = corpus.vocab
+def write_training_text(vocab: Vocabulary, ids: np.ndarray, path: Path) -> None:
+    """The training tokens as lmplz reads them (the LSTM's, cut by ``--train-fraction`` where
+    the LSTM's are), ``<unk>`` as the placeholder."""
     words = list(vocab.words)
     words[vocab.unk_id] = PLACEHOLDER
-    write_ids_as_text(corpus.encode("train").ids, SimpleNamespace(words=words, eos_id=vocab.eos_id),
-                      path)
+    write_ids_as_text(ids, SimpleNamespace(words=words, eos_id=vocab.eos_id), path)
 
 
 def run_lmplz(cmd: list[str], quiet: bool) -> tuple[str, str | None]:

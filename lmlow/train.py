@@ -26,7 +26,7 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
                               load_checkpoint, make_scaler, model_sizes, pick_device,
                               pick_precision, save_checkpoint)
 from lmlow.config import Config
-from lmlow.data.corpus import Corpus
+from lmlow.data.corpus import Corpus, head_fraction
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, columns, gather, join, leave,
                                rank_seed, require_processes, world_from_env, wrap)
@@ -624,17 +624,6 @@ class Trainer:
                 "tokens_per_s": round(self.state.tokens / max(1e-9, self.state.train_seconds)),
                 "stopped_by": self.stopped_by(),
                 **self.init_report}
-
-
-def head_fraction(ids: np.ndarray, fraction: float, eos_id: int) -> np.ndarray:
-    """The first ``fraction`` of a token stream, cut at a line end."""
-    if fraction >= 1:
-        return ids
-    cut = int(len(ids) * fraction)
-    ends = np.flatnonzero(ids[:cut] == eos_id)
-    if not len(ends):
-        raise LmlowError(f"--train-fraction {fraction:g} leaves no complete training line")
-    return ids[:ends[-1] + 1]
 
 
 def _py_state(rng: random.Random):

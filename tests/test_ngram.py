@@ -227,3 +227,39 @@ def test_a_committed_baseline_reports_without_its_model_files(kn):
     finally:
         for p, away in moved:
             away.rename(p)
+
+
+def arpa_unigrams(arpa) -> set[str]:
+    """The words of an ARPA file's unigram section."""
+    words, inside = set(), False
+    for line in open(arpa, encoding="utf-8"):
+        if line.strip() in ("\\1-grams:", "\\2-grams:"):
+            inside = line.strip() == "\\1-grams:"
+        elif inside and line.strip():
+            words.add(line.split("\t")[1])
+    return words
+
+
+def test_train_fraction_estimates_on_the_first_lines_over_the_full_vocabulary(speech_corpus, tmp_path):
+    """--train-fraction 0.4: lmplz sees exactly the training lines that fit in the first 40% of
+    the tokens (counted here from the text itself, each line's words plus its end), while the
+    vocabulary stays the whole split's, so the tokens scored are those of the full model."""
+    lines = [l.split() for l in (speech_corpus / "train.txt").read_text().splitlines() if l.split()]
+    cut, used, kept = int(sum(len(l) + 1 for l in lines) * 0.4), 0, []
+    for line in lines:
+        used += len(line) + 1
+        if used > cut:
+            break
+        kept.append(line)
+    full, part = tmp_path / "full", tmp_path / "part"
+    train_ngram(speech_corpus, full, order=3, memory="100M", quiet=True)
+    train_ngram(speech_corpus, part, order=3, memory="100M", quiet=True, train_fraction=0.4)
+    assert (part / "vocab.txt").read_text() == (full / "vocab.txt").read_text()
+    assert arpa_unigrams(part / "model.arpa") == {w for l in kept for w in l} | {"<s>", "</s>", "<unk>"}
+    assert json.loads((part / "config.json").read_text())["train_fraction"] == 0.4
+    ev_full, ev_part = NgramRun(full).evaluate("valid"), NgramRun(part).evaluate("valid")
+    assert ev_part.tokens == ev_full.tokens and ev_part.perplexity > ev_full.perplexity
+    for bad, says in (("0", "--train-fraction 0: must be"), ("0.0001", "no complete training line")):
+        r = lmlow("ngram", speech_corpus, "--out", tmp_path / "bad", "--train-fraction", bad)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
+        assert not (tmp_path / "bad").exists()

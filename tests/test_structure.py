@@ -281,7 +281,8 @@ def test_budget_used_and_spent():
 
 def test_train_fraction_keeps_whole_lines(tmp_path):
     from lmlow.errors import LmlowError
-    from lmlow.train import Trainer, head_fraction
+    from lmlow.data.corpus import head_fraction
+    from lmlow.train import Trainer
 
     ids = np.array([5, 6, 0, 7, 0, 8, 9, 9, 0, 4, 0])           # eos = 0
     assert head_fraction(ids, 1.0, 0) is ids

@@ -294,3 +294,15 @@ def write_ids_as_text(ids: np.ndarray, vocab: Vocabulary, path: Path) -> None:
                     line = []
                 else:
                     line.append(words[i])
+
+
+def head_fraction(ids: np.ndarray, fraction: float, eos_id: int) -> np.ndarray:
+    """The first ``fraction`` of a token stream, cut at a line end: ``--train-fraction``, the same
+    cut for the LSTM and the n-gram, so both learn from exactly the same lines."""
+    if fraction >= 1:
+        return ids
+    cut = int(len(ids) * fraction)
+    ends = np.flatnonzero(ids[:cut] == eos_id)
+    if not len(ends):
+        raise LmlowError(f"--train-fraction {fraction:g} leaves no complete training line")
+    return ids[:ends[-1] + 1]
