@@ -320,8 +320,9 @@ def _report_parser(sub) -> None:
                        "minutes; worst first, as in the paper's Table 1) and curves.png (the "
                        "validation curves of all runs).")
     p.add_argument("sweep_dir", type=Path, help="sweep folder")
-    p.add_argument("--baseline", type=Path, default=None,
-                   help="a run folder (e.g. `lmlow ngram` output) added as a row")
+    p.add_argument("--baseline", type=Path, action="append", default=None,
+                   help="a run folder (e.g. `lmlow ngram` output) added as a row; give it once per "
+                   "baseline (e.g. one 5-gram per --train-fraction)")
     p.set_defaults(func=cmd_report)
 
 

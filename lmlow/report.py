@@ -94,6 +94,8 @@ def baseline_row(run_dir: Path) -> dict:
     run = RunDir(run_dir).require()
     cfg = read_json(run.config)
     name = f"KenLM {cfg['order']}-gram" if "order" in cfg else Path(run_dir).name
+    if cfg.get("train_fraction", 1) < 1:           # one row per data size in a datasize table
+        name += f".data{cfg['train_fraction']:g}"
     return {"configuration": name, "tie": "", "input": "", "output": "", "unigram bias": "",
             "seeds": 1, "trainable params": None, "frozen params": None,
             "valid ppl": evaluation(run, "valid")["perplexity"], "valid sd": None,
@@ -111,11 +113,12 @@ def missing_runs(sweep_dir: Path) -> tuple[int, list[str]]:
     return len(plan), [r.folder for r in plan if not RunDir(Path(sweep_dir) / r.folder).finished]
 
 
-def write_report(sweep_dir: Path, baseline: Path | None = None) -> list[Path]:
+def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None) -> list[Path]:
     sweep_dir = Path(sweep_dir)
     rows = collect(sweep_dir)
-    if baseline:
-        rows.append(baseline_row(baseline))
+    if isinstance(baselines, (str, Path)):
+        baselines = [baselines]
+    rows += [baseline_row(b) for b in baselines or ()]
     table = [[r[c] for c in COLUMNS] for r in rows]
     planned, missing = missing_runs(sweep_dir)
     partial = (f"\n\n**Partial: {planned - len(missing)} of {planned} planned runs finished**; "

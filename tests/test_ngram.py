@@ -263,3 +263,25 @@ def test_train_fraction_estimates_on_the_first_lines_over_the_full_vocabulary(sp
         r = lmlow("ngram", speech_corpus, "--out", tmp_path / "bad", "--train-fraction", bad)
         assert r.returncode == 1 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
         assert not (tmp_path / "bad").exists()
+
+
+def test_report_takes_one_baseline_row_per_data_size(speech_corpus, tmp_path):
+    """`lmlow report --baseline A --baseline B`: each n-gram is a row of the sweep's table,
+    named by its order and (below 1) its training fraction, with the perplexity KenLM gives."""
+    import csv
+
+    (tmp_path / "grid.toml").write_text('[runs.standard]\ntie = true\ninit = ["random"]\n')
+    sweep = tmp_path / "sweep"
+    r = lmlow("sweep", speech_corpus, "--grid", tmp_path / "grid.toml", "--out", sweep,
+              "--preset", "tiny", "--max-epochs", "1")
+    assert r.returncode == 0, r.stderr
+    for name, fraction in (("kn", 1.0), ("kn-half", 0.5)):
+        train_ngram(speech_corpus, tmp_path / name, order=3, memory="100M", quiet=True,
+                    train_fraction=fraction)
+    r = lmlow("report", sweep, "--baseline", tmp_path / "kn", "--baseline", tmp_path / "kn-half")
+    assert r.returncode == 0, r.stderr
+    rows = {row["configuration"]: row for row in csv.DictReader((sweep / "results.csv").open())}
+    assert set(rows) == {"standard", "KenLM 3-gram", "KenLM 3-gram.data0.5"}
+    for name, run in (("KenLM 3-gram", "kn"), ("KenLM 3-gram.data0.5", "kn-half")):
+        assert float(rows[name]["valid ppl"]) == pytest.approx(
+            NgramRun(tmp_path / run).evaluate("valid").perplexity, rel=1e-6)
