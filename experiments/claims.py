@@ -44,6 +44,8 @@ SOURCES = {   # table -> the committed results it is read from
     "table1": "experiments/table1-converged/sweep/results.json",
     "sotu": "experiments/sotu/sweep/results.json",
     "pretrain-size": "experiments/pretrain-size/sweep/results.json",
+    "table1-no-early-stop": "experiments/table1-converged/no-early-stop/results.json",
+    "datasize": "experiments/datasize/sweep/results.json",
 }
 
 
@@ -173,7 +175,7 @@ def domain_agreement(first: dict[str, str], second: dict[str, str]) -> str:
     return "holds" if len(same) == len(both) else "holds in part" if same else "does not hold"
 
 
-def kenlm_claim(six: dict, out: list[str]) -> str:
+def kenlm_claim(six: dict, out: list[str], where: str = "") -> str:
     kenlm = next((r for n, r in six.items() if n.startswith("KenLM")), None)
     if not kenlm or "ours" not in six:
         return "not tested"
@@ -181,7 +183,7 @@ def kenlm_claim(six: dict, out: list[str]) -> str:
     better = all(p < kenlm["valid ppl"] for p in ours["valid ppls"])
     worse = all(p > kenlm["valid ppl"] for p in ours["valid ppls"])
     gaps = ", ".join(f"{kenlm['valid ppl'] - p:+.1f}" for p in ours["valid ppls"])
-    out.append(f"| the LSTM (ours) beats a KenLM 5-gram on the same tokens | ours "
+    out.append(f"| the LSTM (ours) beats a KenLM 5-gram on the same tokens{where} | ours "
                f"{ours['valid ppl']:.1f} | {kenlm['configuration']} {kenlm['valid ppl']:.1f} | "
                f"{gaps} | "
                f"{kenlm['valid ppl'] - ours['valid ppl']:+.1f} | | "
@@ -189,57 +191,67 @@ def kenlm_claim(six: dict, out: list[str]) -> str:
     return "holds" if better else "does not hold" if worse else "no clear difference"
 
 
-def unk_claim(six: dict, unk: dict, out: list[str], model: str = "ours",
-              base: str = "standard") -> tuple[str, list[str]]:
-    """Table 3: the gain of ``model`` over ``base`` (per seed) at each K."""
-    by_k = {0: six} if six else {}
-    for name, row in unk.items():
-        m = re.fullmatch(r"(.+)\.K(\d+)", name)
+def by_suffix(rows: dict, pattern: str, cast) -> dict:
+    """``{"ours.K5": row}`` -> ``{5: {"ours": row}}``: a sweep's rows split by the value in the
+    name's suffix (``pattern`` captures the configuration and the value)."""
+    out: dict = {}
+    for name, row in rows.items():
+        m = re.fullmatch(pattern, name)
         if m:
-            by_k.setdefault(int(m.group(2)), {})[m.group(1)] = row
-    gains = {}
-    for k, rows in sorted(by_k.items()):
-        if model in rows and base in rows:
-            gains[k] = Comparison(rows[model], rows[base])
-    lines = [f"| K | {base} | {model} | gain per seed | mean gain | gain % | converged |",
+            out.setdefault(cast(m.group(2)), {})[m.group(1)] = row
+    return out
+
+
+def gain_trend(by: dict, model: str, base: str, key: str, claim: str, table: str,
+               out: list[str]) -> tuple[str, list[str]]:
+    """The gain of ``model`` over ``base`` (per seed) at each value of ``key``, and whether it is
+    larger at the smallest value than at the largest, by every seed's paired difference (so
+    "holds" means the gain shrinks as the value grows); "in part" when the means do not fall
+    step by step."""
+    gains = {v: Comparison(rows[model], rows[base]) for v, rows in sorted(by.items())
+             if model in rows and base in rows}
+    lines = [f"| {key} | {base} | {model} | gain per seed | mean gain | gain % | converged |",
              "|---|---|---|---|---|---|---|"]
-    for k, c in gains.items():
+    for v, c in gains.items():
         d = c.diffs()
-        lines.append(f"| {k} | {c.worse['valid ppl']:.1f} | {c.better['valid ppl']:.1f} | "
+        lines.append(f"| {v:g} | {c.worse['valid ppl']:.1f} | {c.better['valid ppl']:.1f} | "
                      f"{', '.join(f'{x:+.1f}' for x in d)} | {statistics.mean(d):+.1f} | "
                      f"{100 * statistics.mean(d) / c.worse['valid ppl']:.1f} | "
                      f"{'yes' if c.converged() else 'no'} |")
     if len(gains) < 2:
         return "not tested", lines
     means = [statistics.mean(c.diffs()) for c in gains.values()]
-    ks = list(gains)
-    lo, hi = gains[ks[0]], gains[ks[-1]]
+    vs = list(gains)
+    lo, hi = gains[vs[0]], gains[vs[-1]]
     a, b = lo.by_seed(), hi.by_seed()
-    paired = [a[s] - b[s] for s in sorted(set(a) & set(b))]     # gain at smallest K - largest K
+    paired = [a[s] - b[s] for s in sorted(set(a) & set(b))]     # gain at smallest - largest
     margin = max(lo.margin(), hi.margin())
     monotone = all(x >= y for x, y in zip(means, means[1:]))
     if paired and all(x > margin for x in paired):
-        v = "holds" if monotone else "holds in part"      # in part: not step by step in K
+        v = "holds" if monotone else "holds in part"      # in part: not step by step
     elif paired and all(x < -margin for x in paired):
         v = "does not hold"
     else:
         v = "no clear difference"
-    out.append(f"| the gain of {model} over {base} grows as K shrinks (Table 3, K={ks[0]} vs "
-               f"K={ks[-1]}) | gain at K={ks[0]} "
-               f"{means[0]:+.1f} | gain at K={ks[-1]} {means[-1]:+.1f} | "
+    out.append(f"| {claim} ({table}, {key}={vs[0]:g} vs {key}={vs[-1]:g}) | gain at {key}={vs[0]:g} "
+               f"{means[0]:+.1f} | gain at {key}={vs[-1]:g} {means[-1]:+.1f} | "
                f"{', '.join(f'{x:+.1f}' for x in paired)} | "
                f"{statistics.mean(paired) if paired else float('nan'):+.1f} | {margin:.1f} | "
-               f"**{v}** (means {'' if monotone else 'not '}monotone in K) |")
+               f"**{v}** (means {'' if monotone else 'not '}monotone in {key}) |")
     return v, lines
+
+
+def unk_claim(six: dict, unk: dict, out: list[str], model: str = "ours",
+              base: str = "standard") -> tuple[str, list[str]]:
+    """Table 3: the gain of ``model`` over ``base`` (per seed) at each K; K=0 is the six."""
+    by_k = ({0: six} if six else {}) | by_suffix(unk, r"(.+)\.K(\d+)", int)
+    return gain_trend(by_k, model, base, "K", f"the gain of {model} over {base} grows as K "
+                      "shrinks", "Table 3", out)
 
 
 def unk_pattern_claims(unk: dict, out: list[str]) -> dict[str, str]:
     """The six's pairwise claims at each K >= 1 (Table 3's rows), one verdict per claim over K."""
-    by_k: dict[int, dict] = {}
-    for name, row in unk.items():
-        m = re.fullmatch(r"(.+)\.K(\d+)", name)
-        if m:
-            by_k.setdefault(int(m.group(2)), {})[m.group(1)] = row
+    by_k = by_suffix(unk, r"(.+)\.K(\d+)", int)
     per_claim: dict[str, list[str]] = {}
     for k, rows in sorted(by_k.items()):
         if len(rows) == len(SIX_ORDER):     # only a complete column: "ours is the best" needs all six
@@ -270,6 +282,53 @@ def pretrain_size_claims(six: dict, big: dict, out: list[str]) -> dict[str, str]
     rows = {**big, **({"standard": six["standard"]} if "standard" in six else {})}
     freeze = six_claims(rows, f"technical, {BIG_VECTORS}", out)["freezing the pretrained input helps"]
     return {claims[0]: combine(vs), claims[1]: freeze}
+
+
+DATA = r"(.+)\.data([0-9.]+)"      # `lmlow sweep --grid datasize` names: ours.data0.25
+
+
+def datasize_columns(ds: dict) -> dict[float, dict]:
+    """Training fraction -> the six (and the 5-gram) at that size, complete sizes only. The
+    5-gram on the whole text has no suffix (``lmlow report`` names only fractions below 1)."""
+    by = by_suffix(ds, DATA, float)
+    for name, row in ds.items():
+        if name.startswith("KenLM") and not re.fullmatch(DATA, name):
+            by.setdefault(1.0, {})[name] = row
+    return {f: rows for f, rows in sorted(by.items()) if all(n in rows for n in SIX_ORDER)}
+
+
+def datasize_claims(ds: dict, out: list[str]) -> dict[str, str]:
+    """Kummerfeld et al. Table 6: "as we increase the amount of data our approach and the
+    variant with random output embeddings continue to do best, but the margin shrinks between
+    them and the standard approach"; and the six's own claims at every size."""
+    claims = ["Table 6: ours and ours-random-output stay the best as LM text grows",
+              "Table 6: their margin over standard shrinks as LM text grows",
+              "Table 6: the LSTM beats the 5-gram at every size"]
+    by = datasize_columns(ds)
+    if len(by) < 2:
+        return {c: "not tested" for c in claims}
+    sizes = ",".join(f"{f:g}" for f in by)
+    best, shrink, kenlm, per_claim = [], [], [], {}
+    for f, rows in by.items():
+        ours = min((rows[n] for n in ("ours", "ours-random-output")), key=lambda r: r["valid ppl"])
+        rival = min((r for n, r in rows.items() if n in SIX_ORDER and n not in ("ours", "ours-random-output")),
+                    key=lambda r: r["valid ppl"])
+        c = Comparison({**ours, "configuration": f"{ours['configuration']}.data{f:g}"},
+                       {**rival, "configuration": f"{rival['configuration']}.data{f:g}"})
+        out.append(c.row(f"{claims[0]} (data={f:g}; the better of the two against the best other)"))
+        best.append("holds" if c.verdict() in ("holds", "no clear difference") else "does not hold")
+        for claim, v in six_claims({n: r for n, r in rows.items() if n in SIX_ORDER},
+                                   f"technical, data={f:g}", out).items():
+            if claim != "ours is the best (or close to it)":
+                per_claim.setdefault(claim, []).append(v)
+        kenlm.append(kenlm_claim(rows, out, f" (data={f:g})"))
+    for model in ("ours", "ours-random-output"):
+        shrink.append(gain_trend(by, model, "standard", "data", f"the margin of {model} over "
+                                 "standard shrinks as LM text grows", "Table 6", out)[0])
+    return {claims[0] + f" (data={sizes})": combine(best),
+            claims[1] + f" (data={sizes})": combine(shrink),
+            **{f"{k} (Table 6, data={sizes})": combine(v) for k, v in per_claim.items()},
+            claims[2] + f" (data={sizes})": combine(kenlm)}
 
 
 def table1_group(row: dict) -> str:
@@ -333,16 +392,42 @@ def table1_claims(t1: dict, out: list[str]) -> dict[str, str]:
     c = Comparison(lstm[OURS_T1], rival)
     out.append(c.row("Table 1: ours is the best of the 20 (against the best other)"))
     verdicts[claims[3]] = "holds" if c.verdict() in ("holds", "no clear difference") else "does not hold"
+    verdicts[claims[4]] = worst_group(lstm, claims[4], out)
+    return verdicts
+
+
+def worst_group(lstm: dict, claim: str, out: list[str]) -> str:
+    """Whether every row of group (a) is worse than every other row (mean valid ppl)."""
     groups = {}
     for r in lstm.values():
         groups.setdefault(table1_group(r), []).append(r["valid ppl"])
     a = groups.get("(a) frozen random output", [])
     others = [p for g, ps in groups.items() if not g.startswith("(a)") for p in ps]
     v = "holds" if a and min(a) > max(others) else "does not hold"
-    out.append(f"| Table 1: frozen random output embeddings are the worst group | (a) best "
-               f"{min(a):.1f} | others' worst {max(others):.1f} | | | | **{v}** |")
-    verdicts[claims[4]] = v
-    return verdicts
+    out.append(f"| {claim} | (a) best {min(a):.1f} | others' worst {max(others):.1f} | | | | **{v}** |")
+    return v
+
+
+NO_EARLY_STOP = "untied.in-rand-frozen.out-rand"    # the row the plateau rule stopped at epoch 4
+
+
+def table1_no_early_stop(t1: dict, nes: dict, out: list[str]) -> dict[str, str]:
+    """The worst row of Table 1 trained again on a fixed budget (30 epochs, cosine schedule, no
+    early stopping): did the plateau rule stop it before its best, and does the worst-group
+    claim change when that row is given its fixed-budget perplexity?"""
+    claims = ["Table 1: the convergence rule found the worst row's best (a fixed 30-epoch budget "
+              "does no better)",
+              "Table 1: frozen random output embeddings are the worst group, the worst row "
+              "trained 30 epochs without early stopping"]
+    lstm = {n: r for n, r in t1.items() if r.get("tie")}
+    if NO_EARLY_STOP not in nes or len(lstm) < 20:
+        return {c: "not tested" for c in claims}
+    fixed = {**nes[NO_EARLY_STOP], "configuration": f"{NO_EARLY_STOP}, 30 epochs"}
+    c = Comparison(fixed, {**lstm[NO_EARLY_STOP], "configuration": f"{NO_EARLY_STOP}, plateau rule"})
+    out.append(c.row(claims[0]).replace(" (not all runs converged)", " (30 epochs: a cap, by design)"))
+    rule_found_best = {"holds": "does not hold", "does not hold": "holds"}.get(c.verdict(), "holds")
+    swapped = {**lstm, NO_EARLY_STOP: {**lstm[NO_EARLY_STOP], "valid ppl": fixed["valid ppl"]}}
+    return {claims[0]: rule_found_best, claims[1]: worst_group(swapped, claims[1], out)}
 
 
 # ---------------------------------------------------------------- Meister et al. 2023
@@ -400,7 +485,9 @@ def report(root: Path = ROOT) -> str:
     verdicts["the gain grows as more rare words are kept (smaller K), pretraining alone "
              "(standard+pretraining over standard)"] = pre_verdict
     verdicts |= table1_claims(t1, rows)
+    verdicts |= table1_no_early_stop(t1, load("table1-no-early-stop", root), rows)
     verdicts |= pretrain_size_claims(six, load("pretrain-size", root), rows)
+    verdicts |= datasize_claims(load("datasize", root), rows)
     second = six_claims(sotu, "State of the Union", rows)
     verdicts["other domains show the same pattern (State of the Union)"] = (
         combine(list(second.values())) if sotu else "not tested")
@@ -561,6 +648,48 @@ def pretrain_size_table(root: Path = ROOT) -> str:
     return "\n".join(lines) + "\n"
 
 
+PAPER_T6 = {   # Kummerfeld et al. Table 6, NANC 1x, 2x, 4x, valid ppl (its rows in Table 2's order)
+    "standard": (106, 81.0, 67.5), "ours-random-output-unfrozen": (103, 83.3, 68.7),
+    "standard+pretraining": (97.2, 80.4, 67.8), "ours-unfrozen": (95.7, 80.0, 68.1),
+    "ours": (90.8, 73.7, 66.8), "ours-random-output": (90.5, 72.9, 66.1)}
+DATASIZE_CORPUS = "corpora/pydocs-mini"
+
+
+def training_words(fraction: float, root: Path = ROOT) -> int:
+    """The words the LSTM and the 5-gram train on at ``--train-fraction``, counted from the
+    committed corpus with lmlow's own cut (tokens are the words plus one end per line)."""
+    import numpy as np
+
+    from lmlow.data.corpus import head_fraction
+
+    lengths = [len(l.split()) for l in (root / DATASIZE_CORPUS / "train.txt").read_text().splitlines()]
+    stream = np.concatenate([np.append(np.ones(n, dtype=np.int8), 0) for n in lengths])
+    return int(head_fraction(stream, fraction, 0).sum())
+
+
+def datasize_table(root: Path = ROOT) -> str:
+    """Table 6 at convergence: valid ppl (sd) per configuration and LM text size, beside the
+    paper's NANC 1x/2x/4x; only sizes at which all six have finished."""
+    by = datasize_columns(load("datasize", root))
+    if not by:
+        return "Not run yet: no size has all six configurations finished.\n"
+    sizes = list(by)
+    column = {f: {1: 0, 2: 1, 4: 2}.get(round(f / sizes[0], 6)) for f in sizes}   # paper's 1x/2x/4x
+    paper = lambda name, f: "-" if column[f] is None else PAPER_T6[name][column[f]]
+    lines = ["| configuration | " + " | ".join(
+                 f"{f:g} ({training_words(f, root):,} words): valid (sd) [paper "
+                 f"{'' if column[f] is None else 2 ** column[f]}x] | converged" for f in sizes) + " |",
+             "|---|" + "---|---|" * len(sizes)]
+    for name in SIX_ORDER:
+        cells = [f"{_ppl(by[f][name])} [{paper(name, f)}] | {by[f][name]['converged']}" for f in sizes]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    kenlm = [next((r for n, r in by[f].items() if n.startswith("KenLM")), None) for f in sizes]
+    lines.append("| KenLM 5-gram, same tokens | " + " | ".join(f"{_ppl(r)} |" for r in kenlm) + " |")
+    seeds = sorted({len(by[f][n]["valid ppls"]) for f in sizes for n in SIX_ORDER})
+    lines += ["", f"Seeds per cell: {', '.join(map(str, seeds))}."]
+    return "\n".join(lines) + "\n"
+
+
 GENERATED = {   # file -> what its generated section holds
     "README.md": report,
     "experiments/README.md": report,
@@ -570,6 +699,7 @@ GENERATED = {   # file -> what its generated section holds
     "experiments/meister/README.md": meister_table,
     "experiments/table1-converged/README.md": table1_table,
     "experiments/pretrain-size/README.md": pretrain_size_table,
+    "experiments/datasize/README.md": datasize_table,
 }
 
 

@@ -202,3 +202,60 @@ def test_reuse_copies_the_six_under_table1_names_and_checks_their_settings(tmp_p
 ])
 def test_domain_agreement_compares_verdicts_claim_by_claim(second, verdict):
     assert claims.domain_agreement({"a": "holds", "b": "does not hold"}, second) == verdict
+
+
+def datasize_rows(margin_1x, margin_4x):
+    """The six at 1x and 4x (fractions 0.25 and 1) with ours best by the given margins over
+    standard, and a 5-gram per size; 3 seeds each, sd 1."""
+    rows = {}
+    for f, base, margin in ((0.25, 400, margin_1x), (1, 200, margin_4x)):
+        ppl = {"standard": base, "ours-random-output-unfrozen": base - 1, "standard+pretraining": base - 2,
+               "ours-unfrozen": base - 3, "ours": base - margin, "ours-random-output": base - margin + 1}
+        for n, p in ppl.items():
+            rows[f"{n}.data{f:g}"] = row(f"{n}.data{f:g}", [p - 1, p, p + 1])
+        kenlm = "KenLM 5-gram" + ("" if f == 1 else f".data{f:g}")
+        rows[kenlm] = row(kenlm, [base * 2], seeds=(1,), tie="")
+    return rows
+
+
+def test_table6_margin_shrinks_and_ours_stays_best():
+    v = claims.datasize_claims(datasize_rows(40, 10), out := [])
+    assert v["Table 6: ours and ours-random-output stay the best as LM text grows (data=0.25,1)"] == "holds"
+    assert v["Table 6: their margin over standard shrinks as LM text grows (data=0.25,1)"] == "holds"
+    assert v["Table 6: the LSTM beats the 5-gram at every size (data=0.25,1)"] == "holds"
+    assert v["freezing the pretrained input helps (Table 6, data=0.25,1)"] == "holds"
+    assert any("(data=1)" in line and "KenLM 5-gram 400.0" in line for line in out)
+    grows = claims.datasize_claims(datasize_rows(10, 40), [])
+    assert grows["Table 6: their margin over standard shrinks as LM text grows (data=0.25,1)"] == "does not hold"
+    rows = datasize_rows(40, 10)
+    del rows["ours.data1"]                                   # an incomplete size is not a column
+    assert set(claims.datasize_claims(rows, []).values()) == {"not tested"}
+
+
+def test_table1_worst_row_on_a_fixed_budget():
+    t1 = table1_rows(lambda n: 900.0 if n == claims.NO_EARLY_STOP else
+                     800.0 if "out-rand-frozen" in n or n == "tied.rand-frozen" else 400.0)
+    for seeds_ppl, found, worst in (([600, 601, 602], "does not hold", "holds"),
+                                    ([899, 900, 901], "holds", "does not hold")):
+        nes = {claims.NO_EARLY_STOP: row(claims.NO_EARLY_STOP, seeds_ppl, converged=False)}
+        t1[claims.NO_EARLY_STOP] = {**t1[claims.NO_EARLY_STOP],
+                                    **row(claims.NO_EARLY_STOP, [899, 900, 901])}
+        v = claims.table1_no_early_stop(t1, nes, out := [])
+        assert list(v.values()) == [found, worst], (seeds_ppl, v)
+        assert "30 epochs: a cap, by design" in out[0]
+    assert set(claims.table1_no_early_stop(t1, {}, []).values()) == {"not tested"}
+
+
+def test_table6_readme_table_counts_the_training_words(tmp_path):
+    results = tmp_path / claims.SOURCES["datasize"]
+    results.parent.mkdir(parents=True)
+    results.write_text(json.dumps([{**r, "valid sd": None if r["tie"] == "" else 1.0}
+                                   for r in datasize_rows(40, 10).values()]))
+    corpus = tmp_path / claims.DATASIZE_CORPUS
+    corpus.mkdir(parents=True)
+    (corpus / "train.txt").write_text("a b c\n" * 6 + "d e\n" * 4)     # 24 + 12 tokens
+    assert claims.training_words(0.25, tmp_path) == 6                # the first 9 tokens: 2 lines
+    table = claims.datasize_table(tmp_path)
+    assert "0.25 (6 words)" in table and "1 (26 words)" in table
+    assert "| ours | 360.0 (1.0) [90.8] | 3/3 | 190.0 (1.0) [66.8] | 3/3 |" in table   # 1x and 4x
+    assert "[paper 4x]" in table and "| KenLM 5-gram, same tokens | 800.0 | | 400.0 | |" in table
