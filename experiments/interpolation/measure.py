@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Score the LSTMs of EXPERIMENT/sweep alone, the 5-gram of EXPERIMENT/kenlm5 alone, and each
+LSTM mixed word by word with the 5-gram (the weight tuned by EM on the validation split), with
+lines carried (the LSTM's default) and with every line from a fresh state (the n-gram's only
+way); write EXPERIMENT/results.json and results.md.
+
+    python experiments/interpolation/measure.py experiments/interpolation
+
+First it checks that each LSTM is the run of ../six it was trained again to be: the same
+validation perplexity after every epoch (to 1e-6 relative; the training is deterministic on one
+machine, so a mismatch means different data, settings or software, and the command stops).
+"""
+import json
+import sys
+from pathlib import Path
+
+import lmlow
+from lmlow.files import atomic_write_json, atomic_write_text
+from lmlow.tables import markdown
+
+SIX = Path("experiments/six/sweep")
+
+
+def curve(run: Path) -> list[float]:
+    rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines() if l]
+    return [r["valid_ppl"] for r in rows if "valid_ppl" in r]
+
+
+def check_same_as_six(run: Path) -> None:
+    ours, theirs = curve(run), curve(SIX / run.name)
+    if len(ours) != len(theirs) or any(abs(a - b) > 1e-6 * b for a, b in zip(ours, theirs)):
+        raise SystemExit(f"{run}: its validation curve differs from {SIX / run.name}'s "
+                         f"({len(ours)} vs {len(theirs)} epochs); not the same run")
+
+
+def row(model: str, lines: str, scorer, weight=None) -> dict:
+    valid, test = scorer.evaluate("valid", reset_lines=lines == "reset"), \
+        scorer.evaluate("test", reset_lines=lines == "reset")
+    return {"model": model, "lines": lines, "weight of the LSTM": weight,
+            "valid ppl": valid.perplexity, "test ppl": test.perplexity,
+            "test ppl excluding <unk>": test.perplexity_excluding_unk, "test tokens": test.tokens}
+
+
+def main(experiment: str) -> None:
+    import torch
+
+    torch.set_num_threads(1)             # beside other runs on 2 cores (experiments/README.md)
+    e = Path(experiment)
+    runs = sorted(p for p in (e / "sweep").iterdir() if (p / "summary.json").exists())
+    for run in runs:
+        check_same_as_six(run)
+    kenlm = lmlow.load(e / "kenlm5")
+    rows = [row("KenLM 5-gram", "reset", kenlm)]
+    for run in runs:
+        lstm = lmlow.load(run)
+        for lines in ("carried", "reset"):
+            rows.append(row(run.name, lines, lstm))
+            mix = lmlow.interpolate(lstm, kenlm, reset_lines=lines == "reset")
+            rows.append(row(f"{run.name} + KenLM 5-gram", lines, mix, round(mix.weight, 4)))
+    atomic_write_json(e / "results.json", rows, indent=1)
+    cols = list(rows[0])
+    table = markdown(cols, [[r[c] for c in cols] for r in rows], digits=4)
+    atomic_write_text(e / "results.md", "# LSTM, 5-gram and their mixture (K=0, pydocs-mini-q)\n\n"
+                      "Written by `experiments/interpolation/measure.py`; lines `reset`: every "
+                      "line scored from a fresh state (KenLM always does).\n\n" + table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
