@@ -100,10 +100,14 @@ def join(device_name: str) -> tuple[World, torch.device]:
 
 
 def leave(world: World) -> None:
-    """Leave the process group (at the end of training, or on an error)."""
+    """Leave the process group at the end of training, all ranks together: a rank that tears
+    gloo down while another is still writing the run's summary can abort its peer at exit
+    ("terminate called without an active exception", exit 134, after a finished run), so every
+    rank first waits at a barrier."""
     if world.distributed:
         import torch.distributed as dist
         if dist.is_initialized():
+            dist.barrier()
             dist.destroy_process_group()
 
 
