@@ -259,3 +259,16 @@ def test_table6_readme_table_counts_the_training_words(tmp_path):
     assert "0.25 (6 words)" in table and "1 (26 words)" in table
     assert "| ours | 360.0 (1.0) [90.8] | 3/3 | 190.0 (1.0) [66.8] | 3/3 |" in table   # 1x and 4x
     assert "[paper 4x]" in table and "| KenLM 5-gram, same tokens | 800.0 | | 400.0 | |" in table
+
+
+def test_stopping_rule_agreement_compares_seed_1_both_ways():
+    ppl = {"standard": 300, "ours-random-output-unfrozen": 290, "standard+pretraining": 250,
+           "ours-unfrozen": 240, "ours": 200, "ours-random-output": 210}
+    six = {n: row(n, [p, p + 50, p + 90]) for n, p in ppl.items()}     # seeds 2, 3 never read
+    fixed = {n: row(n, [p * 0.9], seeds=(1,), converged=False) for n, p in ppl.items()}
+    assert claims.rule_agreement(six, fixed, []) == "holds"
+    fixed["ours"] = row("ours", [260], seeds=(1,), converged=False)    # freezing now costs
+    assert claims.rule_agreement(six, fixed, []) == "holds in part"
+    del fixed["ours"]
+    assert claims.rule_agreement(six, fixed, []) == "not tested"
+    assert claims.seed_only(six, 3)["ours"]["valid ppls"] == [290]

@@ -20,3 +20,10 @@ $LM sweep $Q --grid $E/ends.toml --extend-vocab --embeddings "$VEC" --seeds 2,3 
     --out $E/sweep "${MODEL[@]}" "${CONVERGE[@]}"
 $LM report $E/sweep
 .venv/bin/python experiments/converged/reuse.py --check experiments/six/sweep $E/sweep
+# The worst row (untied.in-rand-frozen.out-rand) is best after epoch 1 and stopped at epoch 4
+# (README). The same configuration and seeds on a fixed budget, no early stopping: 30 epochs
+# with the small preset's cosine schedule (the rate falls to 0 at epoch 30), to see whether its
+# validation perplexity has a later minimum that the plateau rule cut off.
+$LM sweep $Q --grid $E/no-early-stop.toml --extend-vocab --embeddings "$VEC" --seeds 1,2,3 \
+    --jobs "$JOBS" --out $E/no-early-stop "${MODEL[@]}" --max-epochs 30 --threads 1
+$LM report $E/no-early-stop
