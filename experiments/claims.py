@@ -328,7 +328,9 @@ def datasize_claims(ds: dict, out: list[str]) -> dict[str, str]:
     them and the standard approach"; and the six's own claims at every size."""
     claims = ["Table 6: ours and ours-random-output stay the best as LM text grows",
               "Table 6: their margin over standard shrinks as LM text grows",
-              "Table 6: the LSTM beats the 5-gram at every size"]
+              "Table 6: the LSTM beats the 5-gram at every size",
+              "Table 6: the gain of pretraining alone (standard+pretraining over standard) "
+              "shrinks as LM text grows"]
     by = datasize_columns(ds)
     if len(by) < 2:
         return {c: "not tested" for c in claims}
@@ -338,8 +340,7 @@ def datasize_claims(ds: dict, out: list[str]) -> dict[str, str]:
         ours = min((rows[n] for n in ("ours", "ours-random-output")), key=lambda r: r["valid ppl"])
         rival = min((r for n, r in rows.items() if n in SIX_ORDER and n not in ("ours", "ours-random-output")),
                     key=lambda r: r["valid ppl"])
-        c = Comparison({**ours, "configuration": f"{ours['configuration']}.data{f:g}"},
-                       {**rival, "configuration": f"{rival['configuration']}.data{f:g}"})
+        c = Comparison(ours, rival)
         out.append(c.row(f"{claims[0]} (data={f:g}; the better of the two against the best other)"))
         best.append("holds" if c.verdict() in ("holds", "no clear difference") else "does not hold")
         for claim, v in six_claims({n: r for n, r in rows.items() if n in SIX_ORDER},
@@ -347,11 +348,12 @@ def datasize_claims(ds: dict, out: list[str]) -> dict[str, str]:
             if claim != "ours is the best (or close to it)":
                 per_claim.setdefault(claim, []).append(v)
         kenlm.append(kenlm_claim(rows, out, f" (data={f:g})"))
-    for model in ("ours", "ours-random-output"):
+    for model in ("ours", "ours-random-output", "standard+pretraining"):
         shrink.append(gain_trend(by, model, "standard", "data", f"the margin of {model} over "
                                  "standard shrinks as LM text grows", "Table 6", out)[0])
     return {claims[0] + f" (data={sizes})": combine(best),
-            claims[1] + f" (data={sizes})": combine(shrink),
+            claims[1] + f" (data={sizes})": combine(shrink[:2]),
+            claims[3] + f" (data={sizes})": shrink[2],
             **{f"{k} (Table 6, data={sizes})": combine(v) for k, v in per_claim.items()},
             claims[2] + f" (data={sizes})": combine(kenlm)}
 
@@ -524,6 +526,13 @@ def report(root: Path = ROOT) -> str:
         domain_agreement(technical, second) if sotu else "not tested")
     verdicts |= {f"Meister: {k}": v for k, v in meister_claims(six, uni, rows, root).items()}
     scale = _scale(six)
+    sizes = datasize_columns(load("datasize", root))
+    if len(sizes) > 1:
+        seeds = min(len(r["valid ppls"]) for rows in sizes.values() for n, r in rows.items()
+                    if n in SIX_ORDER)
+        scale += (f"; Table 6 (`experiments/datasize`) from {training_words(min(sizes), root):,} "
+                  f"to {training_words(max(sizes), root):,} training words, {seeds} seed"
+                  f"{'s' if seeds > 1 else ''}{' so far' if seeds < 3 else ''}")
     parts = ["| claim | verdict |", "|---|---|"]
     parts += [f"| {k} | **{v}** |" for k, v in verdicts.items()]
     text = [f"Scale: {scale}.", "", *parts, "", "The comparisons (validation perplexity; "
