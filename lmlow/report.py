@@ -12,7 +12,6 @@ from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, atomic_write_text, read_json
 from lmlow.plots import plot_validation_curves
 from lmlow.rundir import NGRAM, RunDir
-from lmlow.runs import evaluation
 from lmlow.tables import markdown, to_csv
 
 COLUMNS = ["configuration", "tie", "input", "output", "unigram bias", "seeds", "trainable params",
@@ -53,6 +52,8 @@ def _stopped_by(cfg: dict, summary: dict, rows: list[dict]) -> str:
 
 def collect(sweep_dir: Path) -> list[dict]:
     """One row per configuration; seeds are the runs named ``CONFIG.seedN``."""
+    from lmlow.runs import evaluation   # torch: imported when a report is made, not with the module
+
     groups: dict[str, list[RunDir]] = {}
     for run in run_folders(sweep_dir):
         groups.setdefault(re.sub(r"\.seed\d+$", "", run.name), []).append(run)
@@ -91,6 +92,8 @@ def _sd(xs: list[float]) -> float | None:
 
 def baseline_row(run_dir: Path) -> dict:
     """A KenLM (or any other) run folder as an extra row."""
+    from lmlow.runs import evaluation
+
     run = RunDir(run_dir).require()
     cfg = read_json(run.config)
     name = f"KenLM {cfg['order']}-gram" if "order" in cfg else Path(run_dir).name

@@ -219,17 +219,17 @@ def datasize_rows(margin_1x, margin_4x):
 
 
 def test_table6_margin_shrinks_and_ours_stays_best():
-    v = claims.datasize_claims(datasize_rows(40, 10), out := [])
+    v = claims.datasize_claims(claims.datasize_columns(datasize_rows(40, 10)), out := [])
     assert v["Table 6: ours and ours-random-output stay the best as LM text grows (data=0.25,1)"] == "holds"
     assert v["Table 6: their margin over standard shrinks as LM text grows (data=0.25,1)"] == "holds"
     assert v["Table 6: the LSTM beats the 5-gram at every size (data=0.25,1)"] == "holds"
     assert v["freezing the pretrained input helps (Table 6, data=0.25,1)"] == "holds"
     assert any("(data=1)" in line and "KenLM 5-gram 400.0" in line for line in out)
-    grows = claims.datasize_claims(datasize_rows(10, 40), [])
+    grows = claims.datasize_claims(claims.datasize_columns(datasize_rows(10, 40)), [])
     assert grows["Table 6: their margin over standard shrinks as LM text grows (data=0.25,1)"] == "does not hold"
     rows = datasize_rows(40, 10)
     del rows["ours.data1"]                                   # an incomplete size is not a column
-    assert set(claims.datasize_claims(rows, []).values()) == {"not tested"}
+    assert set(claims.datasize_claims(claims.datasize_columns(rows), []).values()) == {"not tested"}
 
 
 def test_table1_worst_row_on_a_fixed_budget():

@@ -11,20 +11,19 @@ number of epochs, the same best epoch and the same validation perplexity after e
 1e-4 relative (float rounding differs between machines: 1e-5 was seen; different data, settings
 or software would show far more, and the command stops).
 """
-import json
 import sys
 from pathlib import Path
 
 import lmlow
 from lmlow.files import atomic_write_json, atomic_write_text
+from lmlow.rundir import RunDir
 from lmlow.tables import markdown
 
 SIX = Path("experiments/six/sweep")
 
 
 def curve(run: Path) -> list[float]:
-    rows = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines() if l]
-    return [r["valid_ppl"] for r in rows if "valid_ppl" in r]
+    return [r["valid_ppl"] for r in RunDir(run).learning_curve()]
 
 
 def check_same_as_six(run: Path) -> float:
