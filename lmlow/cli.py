@@ -890,6 +890,15 @@ def cmd_bias_sweep(args) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    code = _run(args)
+    if "WORLD_SIZE" in os.environ:    # a training process under torchrun
+        from lmlow.distributed import end_process
+        end_process(code)
+    return code
+
+
+def _run(args) -> int:
+    """The command's exit code: its one-line error, if any, printed."""
     try:
         args.func(args)
     except LmlowError as e:

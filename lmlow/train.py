@@ -676,7 +676,8 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
     """Train a new run in ``run_dir``. Everything (corpus, vectors, model) is built and checked
     before the folder is touched; with ``force`` an earlier run there is set aside and deleted
     only once the new run has written its first checkpoint, and put back if it fails before.
-    Under torchrun every process calls this; rank 0 alone locks and writes the folder."""
+    Under torchrun every process calls this; rank 0 alone locks and writes the folder, and a
+    program of your own should then end with ``lmlow.distributed.end_process(0)`` (why: there)."""
     hint = f"use --resume {run_dir} to continue it, or "
     run = RunDir(run_dir).check_new(force, hint)    # every rank, before any rank writes
     world, device = join(cfg.device)

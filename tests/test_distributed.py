@@ -63,6 +63,23 @@ def test_two_processes_equal_one_process_with_the_whole_batch(speech_corpus, tmp
     assert r.stdout.count("done:") == 1 and "x 2 processes" in r.stdout
 
 
+def test_a_process_under_torchrun_ends_with_its_output_and_exit_status(speech_corpus):
+    """Under torchrun lmlow ends its process without Python's shutdown (gloo's threads can
+    abort it there): what it printed to a pipe must still arrive, and its exit status too."""
+    def run(*args, world=False):
+        env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+        if world:
+            env |= {"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+        return subprocess.run([sys.executable, "-m", "lmlow", *map(str, args)], env=env,
+                              capture_output=True, text=True)
+
+    alone, under = run("stats", speech_corpus), run("stats", speech_corpus, world=True)
+    assert under.returncode == alone.returncode == 0 and len(alone.stdout) > 1000
+    assert under.stdout == alone.stdout
+    bad = run("train", speech_corpus / "missing", "--preset", "tiny", world=True)
+    assert bad.returncode == 1 and bad.stderr.startswith("lmlow: error:"), bad.stderr
+
+
 @pytest.mark.slow
 def test_two_process_run_killed_and_resumed_equals_an_uninterrupted_one(speech_corpus, tmp_path):
     """Dropouts on (per-rank masks): SIGTERM to the launcher stops both ranks at the same

@@ -41,11 +41,18 @@ def metrics(run):
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
 
-def wait(condition, seconds, what):
+def wait(condition, seconds, what, env=None):
+    """Poll ``condition`` for up to ``seconds``; on a timeout, say what SLURM's queue held."""
     deadline = time.time() + seconds
     while not condition():
-        assert time.time() < deadline, f"timed out waiting for {what}"
+        assert time.time() < deadline, f"timed out waiting for {what}" + (
+            f"; squeue: {squeue(env)}; scontrol: {jobs_detail(env)}" if env else "")
         time.sleep(0.5)
+
+
+def jobs_detail(env):
+    r = subprocess.run(["scontrol", "show", "job", "-o"], env=env, capture_output=True, text=True)
+    return r.stdout[-1500:]
 
 
 def squeue(env):
@@ -57,7 +64,10 @@ def squeue(env):
 def test_a_slurm_sweep_with_a_requeued_task_ends_as_the_local_one(cluster, speech_corpus, tmp_path):
     env = {**cluster, "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
     grid = tmp_path / "grid.toml"
-    grid.write_text("[runs.tied]\ntie = true\n[runs.untied]\ntie = false\n")
+    # the untied runs (the victim's) train 12 epochs, so that the requeue below, sent after
+    # the first, finds the run still training on a fast machine (when it landed after the run
+    # had finished, SLURM held the needless second attempt for its 2-minute requeue delay)
+    grid.write_text("[runs.tied]\ntie = true\n[runs.untied]\ntie = false\nmax_epochs = 12\n")
     common = [speech_corpus, "--grid", grid, "--preset", "tiny", "--seeds", "1,2",
               "--max-epochs", "4"]
     local, sl = tmp_path / "local", tmp_path / "slurm"
@@ -75,6 +85,7 @@ def test_a_slurm_sweep_with_a_requeued_task_ends_as_the_local_one(cluster, speec
     job = json.loads((sl / "slurm" / "jobs.json").read_text())[0]["job"]
     task = (sl / "slurm" / json.loads((sl / "slurm" / "jobs.json").read_text())[0]["runs"]) \
         .read_text().split().index("untied.seed1")
+    assert not (victim / "summary.json").exists(), "the victim finished before it was preempted"
     subprocess.run(["scontrol", "requeue", f"{job}_{task}"], env=env, check=True)
 
     # while it waits: the same command submits nothing, and the report says what is missing
@@ -89,7 +100,7 @@ def test_a_slurm_sweep_with_a_requeued_task_ends_as_the_local_one(cluster, speec
         assert "3 of 4 planned runs finished" in (sl / "results.md").read_text()
 
     wait(lambda: (victim / "summary.json").exists(), 400, "the requeued run")
-    wait(lambda: not squeue(env), 60, "an empty queue")
+    wait(lambda: not squeue(env), 60, "an empty queue", env)
     status = lmlow(env, "sweep", sl, "--status").stdout
     assert status.count("| finished") == 4 and "4 finished" in status
 
