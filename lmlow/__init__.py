@@ -4,9 +4,9 @@ import os
 from lmlow.errors import LmlowError
 
 # OpenMP threads that wait for work by spinning make two trainings on one machine slow each
-# other 6x (benchmarks/contention.py: 0.15x of the solo speed each); sleeping waiters keep
-# 0.6x at 9% of the solo speed. Only a default, and only if torch is not loaded yet: set
-# OMP_WAIT_POLICY=ACTIVE for a machine of your own.
+# other 4x (benchmarks/contention.py: 0.24x of the solo speed each); sleeping waiters keep
+# 0.67x, at a cost alone (22% of the solo speed in that run, BENCHMARKS.md). Only a default,
+# and only if torch is not loaded yet: set OMP_WAIT_POLICY=ACTIVE for a machine of your own.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __version__ = "0.1.0"

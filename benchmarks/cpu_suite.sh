@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The CPU benchmarks of BENCHMARKS.md, one after another, each with its output kept in
+# benchmarks/results/NAME-cpu.log (the command, the machine, and what it printed, every line
+# stamped with the seconds since the command started). Run on a quiet machine: nothing else
+# training, since two jobs on 2 cores slow each other far more than 2x. Needs `make data-ptb
+# data-sotu data-pydocs`. Usage, from the repo root:
+#
+#   benchmarks/cpu_suite.sh [NAME ...]     # NAMEs: glove lstm_speed ngram train_step contention
+#
+# About 25 minutes on 2 cores. GloVe writes vectors/ptb.200d.txt, which train_step then reads.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+LM=${LM:-.venv/bin/lmlow}
+R=benchmarks/results
+mkdir -p "$R" vectors
+
+stamp() {   # prefix each line with the seconds since the command started
+  "$PY" -u -c 'import sys, time
+t = time.time()
+for line in sys.stdin:
+    print(f"[{time.time() - t:7.1f}s] {line}", end="", flush=True)'
+}
+
+header() {
+  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(lscpu | sed -n 's/^Model name: *//p' | head -1)," \
+       "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
+       "torch $("$PY" -c 'import torch; print(torch.__version__)')"
+}
+
+run() {   # run NAME COMMAND...: the command's output, stamped, to the screen and NAME-cpu.log
+  local name=$1; shift
+  { header; echo "\$ $*"; "$@" 2>&1 | stamp; } | tee -a "$R/$name-cpu.log"
+}
+
+glove() {
+  : > "$R/glove-cpu.log"
+  # /usr/bin/time -v: wall time and peak RSS of lmlow and the GloVe programs it waits for
+  run glove /usr/bin/time -v "$LM" embed data/ptb/train.txt --out vectors/ptb.200d.txt \
+      --dim 200 --threads 1 --force
+  run glove /usr/bin/time -v "$LM" embed corpora/pydocs-mini/pretrain.txt.gz \
+      --out /tmp/lmlow-bench-pydocs-mini.200d.txt --dim 200 --epochs 25 --threads 2 --force
+  run glove /usr/bin/time -v "$LM" embed data/pylibs.txt --out /tmp/lmlow-bench-pylibs.400d.txt \
+      --dim 400 --epochs 3 --threads 1 --force
+  # what the vectors cover (README, `lmlow embed`): coverage depends on the words, not the epochs
+  run glove "$LM" stats data/ptb --embeddings vectors/ptb.200d.txt
+  run glove "$LM" stats data/pydocs --embeddings /tmp/lmlow-bench-pylibs.400d.txt
+}
+
+lstm_speed() {
+  : > "$R/lstm_speed-cpu.log"
+  run lstm_speed "$PY" benchmarks/lstm_speed.py --steps 3
+}
+
+ngram() {
+  : > "$R/ngram-cpu.log"
+  run ngram "$PY" benchmarks/ngram_memory.py data/ptb data/sotu:0 data/pylibs.txt,data/pydocs:2 \
+      data/pylibs.txt,data/pydocs:0
+}
+
+train_step() {
+  : > "$R/train_step-cpu.log"
+  run train_step "$PY" benchmarks/train_step.py data/ptb --set tie=False --set freeze_input=True \
+      --set init=glove,glove-output,unigram --set embeddings=vectors/ptb.200d.txt
+}
+
+contention() {
+  : > "$R/contention-cpu.log"
+  run contention "$PY" benchmarks/contention.py data/ptb --steps 80
+}
+
+ALL=(glove lstm_speed ngram train_step contention)
+names=("$@"); [ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
+for n in "${names[@]}"; do
+  [[ " ${ALL[*]} " == *" $n "* ]] || { echo "cpu_suite: no benchmark $n (${ALL[*]})" >&2; exit 2; }
+done
+for n in "${names[@]}"; do "$n"; done
