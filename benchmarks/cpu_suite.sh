@@ -5,13 +5,15 @@
 # training, since two jobs on 2 cores slow each other far more than 2x. Needs `make data-ptb
 # data-sotu data-pydocs`. Usage, from the repo root:
 #
-#   benchmarks/cpu_suite.sh [NAME ...]     # NAMEs: glove lstm_speed ngram train_step contention
+#   benchmarks/cpu_suite.sh [NAME ...]     # NAMEs: glove lstm_speed ngram train_step contention demo
 #
-# About 25 minutes on 2 cores. GloVe writes vectors/ptb.200d.txt, which train_step then reads.
+# About 40 minutes on 2 cores, 15 of them `demo`. GloVe writes vectors/ptb.200d.txt, which
+# train_step then reads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PY:-.venv/bin/python}
-LM=${LM:-.venv/bin/lmlow}
+ROOT=$PWD
+PY=${PY:-$ROOT/.venv/bin/python}
+LM=${LM:-$ROOT/.venv/bin/lmlow}
 R=benchmarks/results
 mkdir -p "$R" vectors
 
@@ -69,7 +71,23 @@ contention() {
   run contention "$PY" benchmarks/contention.py data/ptb --steps 80
 }
 
-ALL=(glove lstm_speed ngram train_step contention)
+demo() {   # README's "make demo took N minutes from a fresh clone": a clone of HEAD, an empty cache
+  : > "$R/demo-cpu.log"
+  local d=/tmp/lmlow-bench-demo
+  rm -rf "$d" && git clone -q . "$d/clone"
+  for attempt in "fresh clone" "second run"; do
+    echo "# $attempt" | tee -a "$R/demo-cpu.log"
+    (cd "$d/clone" && LMLOW_CACHE_DIR="$d/cache" run_in_clone make demo)
+  done
+  rm -rf "$d"
+}
+
+run_in_clone() {   # run() from inside the clone, appending to this repo's log
+  { header; echo "\$ $*"; /usr/bin/time -f "wall %e s, peak RSS %M kB" "$@" 2>&1 | stamp; } \
+    | tee -a "$ROOT/$R/demo-cpu.log"
+}
+
+ALL=(glove lstm_speed ngram train_step contention demo)
 names=("$@"); [ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
 for n in "${names[@]}"; do
   [[ " ${ALL[*]} " == *" $n "* ]] || { echo "cpu_suite: no benchmark $n (${ALL[*]})" >&2; exit 2; }
