@@ -9,6 +9,8 @@
 #
 # Needs root (slurmd starts jobs as their user) and, if missing, installs slurmctld, slurmd,
 # slurm-client and munge with apt-get. proctrack/linuxproc and task/none: no cgroups needed.
+# cred_expire=30 (default 120): how long SLURM holds a requeued job before it may start again;
+# shorter, so that a preempted-and-requeued task resumes within the tests' patience.
 # Folder: $LMLOW_SLURM_DIR (default /tmp/lmlow-slurm). Exit status 0 when the cluster answers.
 set -eu
 DIR=${LMLOW_SLURM_DIR:-/tmp/lmlow-slurm}
@@ -39,7 +41,7 @@ SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$DIR/munge/munge.socket
+AuthInfo=socket=$DIR/munge/munge.socket,cred_expire=30
 CredType=cred/munge
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool
