@@ -152,11 +152,12 @@ def record_plan(runs: list[Run], out: Path) -> None:
     """``SWEEP/sweep.json``: every planned run (its settings and seed), what `--status`, the
     report's count of missing runs and a SLURM task read. A folder's plan is every run ever
     planned into it: a later command (more seeds, or a few configurations first) adds its runs
-    and replaces those of the same name, so a report never calls a partial table complete."""
+    and replaces those of the same name in their place (so that the file, often committed,
+    changes only where the plan does), so a report never calls a partial table complete."""
     out.mkdir(parents=True, exist_ok=True)
-    new = {r.folder for r in runs}
-    kept = [r for r in load_plan(out) or [] if r.folder not in new]
-    atomic_write_json(out / PLAN, [r.__dict__ for r in kept + runs])
+    new = {r.folder: r for r in runs}
+    merged = [new.pop(r.folder, r) for r in load_plan(out) or []] + list(new.values())
+    atomic_write_json(out / PLAN, [r.__dict__ for r in merged])
 
 
 def load_plan(out: Path) -> list[Run] | None:

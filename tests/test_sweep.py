@@ -127,7 +127,7 @@ def test_report_says_whether_runs_converged_and_survives_without_checkpoints(spe
 
 def test_a_sweep_folders_plan_is_every_run_ever_planned_into_it(tmp_path):
     """Seeds or configurations added by a later command join the plan; a run planned again is
-    replaced, not repeated: the report's 'Partial: N of M' counts them all."""
+    replaced where it was, not repeated: the report's 'Partial: N of M' counts them all."""
     from lmlow.sweep import load_plan, record_plan
 
     first = plan("c", tmp_path, "six", [1], "tiny", ["v.txt"], None, {})
@@ -136,3 +136,5 @@ def test_a_sweep_folders_plan_is_every_run_ever_planned_into_it(tmp_path):
     planned = load_plan(tmp_path)
     assert len(planned) == 7 and len({r.folder for r in planned}) == 7   # 6 + standard.seed2
     assert [r.settings.get("lr") for r in planned if r.folder == "standard.seed1"] == [0.01]
+    # in place: the file changes only where the plan does
+    assert [r.folder for r in planned] == [r.folder for r in first] + ["standard.seed2"]
