@@ -536,11 +536,8 @@ def report(root: Path = ROOT) -> str:
     verdicts |= {f"Meister: {k}": v for k, v in meister_claims(six, uni, rows, root).items()}
     scale = _scale(six)
     if len(sizes) > 1:
-        seeds = min(len(r["valid ppls"]) for rows in sizes.values() for n, r in rows.items()
-                    if n in SIX_ORDER)
         scale += (f"; Table 6 (`experiments/datasize`) from {training_words(min(sizes), root):,} "
-                  f"to {training_words(max(sizes), root):,} training words, {seeds} seed"
-                  f"{'s' if seeds > 1 else ''}{' so far' if seeds < 3 else ''}")
+                  f"to {training_words(max(sizes), root):,} training words, {_seeds_by_size(sizes)}")
     parts = ["| claim | verdict |", "|---|---|"]
     parts += [f"| {k} | **{v}** |" for k, v in verdicts.items()]
     text = [f"Scale: {scale}.", "", *parts, "", "The comparisons (validation perplexity; "
@@ -699,6 +696,19 @@ PAPER_T6 = {   # Kummerfeld et al. Table 6, NANC 1x, 2x, 4x, valid ppl (its rows
     "standard+pretraining": (97.2, 80.4, 67.8), "ours-unfrozen": (95.7, 80.0, 68.1),
     "ours": (90.8, 73.7, 66.8), "ours-random-output": (90.5, 72.9, 66.1)}
 DATASIZE_CORPUS = "corpora/pydocs-mini"
+
+
+def _seeds_by_size(sizes: dict) -> str:
+    """Seeds per Table 6 size, e.g. "seeds: 3 at 1x, 3 at 2x, 1-2 at 4x so far": a size whose
+    configurations have different numbers of seeds shows the range, so a partial column is
+    never read as complete (nor a complete one as partial)."""
+    counts = {f: sorted({len(r["valid ppls"]) for n, r in rows.items() if n in SIX_ORDER})
+              for f, rows in sizes.items()}
+    low = min(counts)
+    parts = [f"{c[0] if len(c) == 1 else f'{c[0]}-{c[-1]}'} at {f / low:g}x"
+             for f, c in sorted(counts.items())]
+    done = min(c[0] for c in counts.values()) >= 3
+    return "seeds: " + ", ".join(parts) + ("" if done else " so far")
 
 
 @functools.lru_cache(maxsize=None)

@@ -272,3 +272,12 @@ def test_stopping_rule_agreement_compares_seed_1_both_ways():
     del fixed["ours"]
     assert claims.rule_agreement(six, fixed, []) == "not tested"
     assert claims.seed_only(six, 3)["ours"]["valid ppls"] == [290]
+
+
+def test_table6_scale_says_how_many_seeds_each_size_has():
+    six = lambda *counts: {n: row(n, [300.0] * k, seeds=range(1, k + 1))
+                           for n, k in zip(claims.SIX_ORDER, counts)}
+    partial = {0.25: six(3, 3, 3, 3, 3, 3), 0.5: six(3, 3, 3, 3, 3, 3), 1.0: six(2, 2, 1, 1, 2, 1)}
+    assert claims._seeds_by_size(partial) == "seeds: 3 at 1x, 3 at 2x, 1-2 at 4x so far"
+    done = {0.25: six(3, 3, 3, 3, 3, 3), 1.0: six(3, 3, 3, 3, 3, 3)}
+    assert claims._seeds_by_size(done) == "seeds: 3 at 1x, 3 at 4x"
