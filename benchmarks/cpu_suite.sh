@@ -31,8 +31,8 @@ header() {
 }
 
 run() {   # run NAME COMMAND...: the command's output, stamped, to the screen and NAME-cpu.log
-  local name=$1; shift
-  { header; echo "\$ $*"; "$@" 2>&1 | stamp; } | tee -a "$R/$name-cpu.log"
+  local name=$1; shift         # (an absolute log path: `demo` runs it from inside a clone)
+  { header; echo "\$ $*"; "$@" 2>&1 | stamp; } | tee -a "$ROOT/$R/$name-cpu.log"
 }
 
 glove() {
@@ -77,14 +77,10 @@ demo() {   # README's "make demo took N minutes from a fresh clone": a clone of 
   rm -rf "$d" && git clone -q . "$d/clone"
   for attempt in "fresh clone" "second run"; do
     echo "# $attempt" | tee -a "$R/demo-cpu.log"
-    (cd "$d/clone" && LMLOW_CACHE_DIR="$d/cache" run_in_clone make demo)
+    (cd "$d/clone" && LMLOW_CACHE_DIR="$d/cache" \
+       run demo /usr/bin/time -f "wall %e s, peak RSS %M kB" make demo)
   done
   rm -rf "$d"
-}
-
-run_in_clone() {   # run() from inside the clone, appending to this repo's log
-  { header; echo "\$ $*"; /usr/bin/time -f "wall %e s, peak RSS %M kB" "$@" 2>&1 | stamp; } \
-    | tee -a "$ROOT/$R/demo-cpu.log"
 }
 
 ALL=(glove lstm_speed ngram train_step contention demo)
