@@ -16,6 +16,7 @@ from lmlow.config import Config
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_path
+from lmlow.frozen_rows import row_report
 from lmlow.model import AWDLSTM, count_parameters, log_unigram, pretrained_matrix
 
 CHECKPOINT_FORMAT = 1
@@ -63,12 +64,17 @@ def model_sizes(cfg: Config, kv=None) -> tuple[int, int]:
     return emb, out
 
 
-def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None):
+def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None,
+                frozen_rows: np.ndarray | None = None):
     """The AWD-LSTM of ``cfg`` for ``vocab``, initialised and frozen as ``cfg`` says.
 
     Seeds torch's global generator with ``seed`` (default ``cfg.seed``) first, as training
     needs: the initial weights and all later dropout masks follow from the seed. Returns
-    (model, report): what was pretrained and how much of the vocabulary the vectors covered.
+    (model, report): what was pretrained, how much of the vocabulary the vectors covered, and
+    which input rows are frozen (``input_rows``). Under ``--freeze-input-rows pretrained`` the
+    input matrix keeps ``requires_grad`` and ``model.frozen_input_rows`` is the mask of the
+    rows the trainer holds fixed (:mod:`lmlow.frozen_rows`); otherwise it is None. A resumed
+    run passes the mask its checkpoint saved as ``frozen_rows`` (it has no vectors to read).
     """
     g = torch.Generator().manual_seed(cfg.seed if seed is None else seed)
     torch.manual_seed(cfg.seed if seed is None else seed)
@@ -76,13 +82,13 @@ def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None
     model = AWDLSTM(len(vocab), emb, cfg.hidden_size, cfg.layers, out, cfg.tie, cfg.dropout,
                     cfg.dropouth, cfg.dropouti, cfg.dropoute, cfg.wdrop)
     report = {"vocabulary": len(vocab), "emb_size": emb, "out_size": out}
+    counts = vocab.count_array()
+    found = None
     with torch.no_grad():
         if kv is not None and (cfg.pretrained_input or cfg.pretrained_output):
             matrix, found = pretrained_matrix(vocab.words, kv, g)
-            counts = vocab.count_array()
-            covered = np.array([w in kv.key_to_index for w in vocab.words])
-            report["coverage_types_pct"] = 100.0 * found / len(vocab)
-            report["coverage_tokens_pct"] = 100.0 * counts[covered].sum() / max(1, counts.sum())
+            report["coverage_types_pct"] = 100.0 * int(found.sum()) / len(vocab)
+            report["coverage_tokens_pct"] = 100.0 * int(counts[found].sum()) / max(1, int(counts.sum()))
             if cfg.pretrained_input:
                 model.encoder.weight.copy_(matrix)
             if cfg.pretrained_output and not cfg.tie:
@@ -92,10 +98,23 @@ def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None
             if not cfg.tie and not cfg.pretrained_output:
                 # small contextual logits at step 0, so the model starts as the unigram model
                 model.decoder.weight.mul_(0.1)
-    model.encoder.weight.requires_grad_(not (cfg.freeze_input or (cfg.tie and cfg.freeze_output)))
-    model.decoder.weight.requires_grad_(not (cfg.freeze_output or (cfg.tie and cfg.freeze_input)))
+    if frozen_rows is not None:
+        found = np.asarray(frozen_rows, bool)
+    partial = cfg.partial_freeze and found is not None
+    whole = cfg.input_frozen and not partial
+    model.frozen_input_rows = found.copy() if partial else None
+    model.encoder.weight.requires_grad_(not whole)
+    model.decoder.weight.requires_grad_(not (cfg.freeze_output or (cfg.tie and whole)))
     model.decoder.bias.requires_grad_(not cfg.freeze_output_bias)
     report.update(count_parameters(model))
+    if partial:        # the held rows are parameters no update changes
+        held = int(found.sum()) * emb
+        report["trainable"] -= held
+        report["frozen"] += held
+    if kv is not None or cfg.input_frozen:
+        report["input_rows"] = row_report(model.frozen_input_rows,
+                                          found if cfg.pretrained_input else None, counts,
+                                          whole)
     return model, report
 
 

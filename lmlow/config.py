@@ -59,6 +59,10 @@ class Config:
     tie: bool = _f(True, "share one matrix between input and output embeddings (yes or no)",
                    parse=yes_no, metavar="{yes,no}")
     freeze_input: bool = _f(False, "keep the input embeddings fixed")
+    freeze_input_rows: str = _f("all", "which input rows --freeze-input keeps fixed: all, or "
+                                "pretrained (only the rows initialised from --embeddings; the "
+                                "rows of words without a vector, <eos> among them unless the "
+                                "vectors have it, train)")
     freeze_output: bool = _f(False, "keep the output embeddings fixed (not the bias)")
     freeze_output_bias: bool = _f(False, "keep the output bias fixed too")
     init: tuple[str, ...] = _f(("random",), "initialisation, comma-separated: glove, "
@@ -131,6 +135,7 @@ class Config:
         "max_steps": "[0, inf)", "patience": "[0, inf)", "eval_every": "[0, inf)",
         "seed": "[0, 4294967295]", "threads": "[0, inf)"}
     CHOICES: typing.ClassVar[dict[str, tuple[str, ...]]] = {
+        "freeze_input_rows": ("all", "pretrained"),
         "optimizer": ("sgd", "adam", "adamw"), "schedule": ("none", "step", "plateau", "cosine"),
         "smoothing_prior": ("uniform", "unigram"), "device": ("auto", "cpu", "cuda"),
         "precision": ("auto", "fp32", "bf16", "fp16")}
@@ -154,6 +159,17 @@ class Config:
     def unigram_bias(self) -> bool:
         return "unigram" in self.init
 
+    @property
+    def input_frozen(self) -> bool:
+        """The input matrix is frozen, wholly or in part (a tied model's one matrix counts
+        as input and output)."""
+        return self.freeze_input or (self.tie and self.freeze_output)
+
+    @property
+    def partial_freeze(self) -> bool:
+        """Only the pretrained input rows are frozen (``--freeze-input-rows pretrained``)."""
+        return self.input_frozen and self.freeze_input_rows == "pretrained"
+
     def validate(self) -> "Config":
         """Refuse invalid combinations with a one-line reason."""
         bad = [x for x in self.init if x not in INIT_CHOICES]
@@ -170,6 +186,13 @@ class Config:
             raise LmlowError("a tied model needs --out-size equal to --emb-size")
         if self.extend_vocab and not self.embeddings:
             raise LmlowError("--extend-vocab needs --embeddings FILE")
+        if self.freeze_input_rows == "pretrained":
+            if not (self.freeze_input or (self.tie and self.freeze_output)):
+                raise LmlowError("--freeze-input-rows pretrained says which rows --freeze-input "
+                                 "keeps fixed: add --freeze-input")
+            if not self.pretrained_input:
+                raise LmlowError("--freeze-input-rows pretrained needs pretrained input rows: "
+                                 "add --init glove and --embeddings FILE")
         check_values(self)
         return self
 
@@ -189,19 +212,32 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "config") -> "Config":
-        return cls(**check_settings(d, source, cls)).validate()
+        return cls(**check_settings(_settings_only(d), source, cls)).validate()
 
-    def save(self, path: Path) -> None:
-        atomic_write_json(path, self.to_dict(), indent=2)
+    def save(self, path: Path, built: dict | None = None) -> None:
+        """Write the settings; ``built`` adds what the run found when it built the model
+        (keys of DERIVED, e.g. ``input_rows``), for people reading the file, not settings."""
+        extra = {k: v for k, v in (built or {}).items() if k in DERIVED}
+        atomic_write_json(path, self.to_dict() | extra, indent=2)
 
     @classmethod
     def load(cls, path: Path) -> "Config":
         return cls.from_dict(read_settings(path), str(path))
 
 
+# What a run's config.json says of the model as built, beside its settings: which input rows
+# are frozen pretrained, frozen random and trained (lmlow.frozen_rows.row_report).
+DERIVED = ("input_rows",)
+
+
+def _settings_only(d: dict) -> dict:
+    return {k: v for k, v in d.items() if k not in DERIVED}
+
+
 def read_settings(path: Path) -> dict:
-    """The settings a TOML or JSON file gives (only those it names)."""
-    return check_settings(load_table(path), path)
+    """The settings a TOML or JSON file gives (only those it names; a run's config.json may
+    be given: what it records of the built model is not a setting and is left out)."""
+    return check_settings(_settings_only(load_table(path)), path)
 
 
 def check_settings(data: dict, where, cls=None) -> dict:
@@ -307,42 +343,50 @@ class EmbeddingRoles:
     output_pretrained: bool
     output_frozen: bool
     unigram_bias: bool
+    frozen_rows: str = "all"     # with input_frozen: "all", or "pretrained" rows only
 
     @classmethod
     def of(cls, settings: "Config | dict") -> "EmbeddingRoles":
         """From a Config or from (partial) settings, missing ones at their defaults."""
+        keys = ("tie", "freeze_input", "freeze_output", "init", "freeze_input_rows")
         if isinstance(settings, dict):
-            base = {f.name: f.default for f in fields(Config) if f.name in
-                    ("tie", "freeze_input", "freeze_output", "init")}
+            base = {f.name: f.default for f in fields(Config) if f.name in keys}
             s = {**base, **{k: v for k, v in settings.items() if k in base}}
-            tie, fin, fout, init = s["tie"], s["freeze_input"], s["freeze_output"], set(s["init"])
         else:
-            tie, fin, fout = settings.tie, settings.freeze_input, settings.freeze_output
-            init = set(settings.init)
+            s = {k: getattr(settings, k) for k in keys}
+        tie, fin, fout, init = s["tie"], s["freeze_input"], s["freeze_output"], set(s["init"])
         in_pre = "glove" in init
         if tie:
             frozen = bool(fin or fout)
-            return cls(True, in_pre, frozen, in_pre, frozen, "unigram" in init)
-        return cls(False, in_pre, bool(fin), "glove-output" in init, bool(fout), "unigram" in init)
+            rows = s["freeze_input_rows"] if frozen else "all"
+            return cls(True, in_pre, frozen, in_pre, frozen, "unigram" in init, rows)
+        rows = s["freeze_input_rows"] if fin else "all"
+        return cls(False, in_pre, bool(fin), "glove-output" in init, bool(fout), "unigram" in init,
+                   rows)
 
     @staticmethod
-    def _part(pretrained: bool, frozen: bool, short: bool = False) -> str:
+    def _part(pretrained: bool, frozen: bool, short: bool = False, rows: str = "all") -> str:
         if short:
-            return ("pre" if pretrained else "rand") + ("-frozen" if frozen else "")
-        return ("pretrained" if pretrained else "random") + (", frozen" if frozen else "")
+            return (("pre" if pretrained else "rand") + ("-frozen" if frozen else "")
+                    + ("-vecrows" if frozen and rows == "pretrained" else ""))
+        return (("pretrained" if pretrained else "random") + (", frozen" if frozen else "")
+                + (" (rows with a vector)" if frozen and rows == "pretrained" else ""))
+
+    def _input(self, short: bool = False) -> str:
+        return self._part(self.input_pretrained, self.input_frozen, short, self.frozen_rows)
 
     def describe(self) -> str:
         """``untied: input pretrained, frozen; output random; unigram bias``."""
         if self.tie:
-            emb = f"tied ({self._part(self.input_pretrained, self.input_frozen)})"
+            emb = f"tied ({self._input()})"
         else:
-            emb = (f"untied: input {self._part(self.input_pretrained, self.input_frozen)}; "
+            emb = (f"untied: input {self._input()}; "
                    f"output {self._part(self.output_pretrained, self.output_frozen)}")
         return emb + ("; unigram bias" if self.unigram_bias else "")
 
     def slug(self) -> str:
         """A folder name: ``tied.pre-frozen``, ``untied.in-pre-frozen.out-rand``."""
-        inp = self._part(self.input_pretrained, self.input_frozen, short=True)
+        inp = self._input(short=True)
         if self.tie:
             return f"tied.{inp}"
         return f"untied.in-{inp}.out-{self._part(self.output_pretrained, self.output_frozen, True)}"
@@ -350,7 +394,7 @@ class EmbeddingRoles:
     def columns(self) -> dict[str, str]:
         """The report's tie / input / output / unigram bias columns."""
         return {"tie": "tied" if self.tie else "untied",
-                "input": self._part(self.input_pretrained, self.input_frozen),
+                "input": self._input(),
                 "output": "= input" if self.tie else self._part(self.output_pretrained,
                                                                 self.output_frozen),
                 "unigram bias": "yes" if self.unigram_bias else "no"}

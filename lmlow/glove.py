@@ -15,7 +15,12 @@ Conventions:
   GloVe tool's behaviour);
 - ``<unk>``: GloVe's convention, the mean of the vectors of the 100 rarest kept words. If the
   text itself contains the token ``<unk>`` (PTB does), it is an ordinary word with its own
-  trained vector instead.
+  trained vector instead;
+- ``<eos>``: every line ends with it (``eos``, on by default), as every corpus line does when
+  the LM reads it, so the LM's line-end row gets a trained vector instead of a random one. Its
+  window is its line's last words (windows stop at line ends). Kummerfeld et al. train their
+  vectors on all in-domain text; give ``lmlow embed`` the pretraining text and the LM
+  corpus's ``train.txt`` and every LM row with enough occurrences has a vector.
 """
 from __future__ import annotations
 
@@ -33,9 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lmlow.config import check_values, setting
+from lmlow.config import check_values, setting, yes_no
 from lmlow.data.corpus import count_words
-from lmlow.data.textio import UNK, iter_lines
+from lmlow.data.textio import EOS, UNK, iter_lines
 from lmlow.errors import LmlowError
 from lmlow.external import find_program, last_line, run_program
 from lmlow.files import atomic_path, refuse_overwrite
@@ -61,6 +66,8 @@ class GloveConfig:
     seed: int = setting(1, "random seed (with more than one thread, updates race as in GloVe, "
                         "so runs differ slightly)")
     memory: float = setting(4.0, "soft memory limit in GB for counting and shuffling")
+    eos: bool = setting(True, "end every line with <eos>, the LM's line-end token, so that it "
+                        "gets a vector (yes or no)", parse=yes_no, metavar="{yes,no}")
 
     RANGES: typing.ClassVar[dict[str, str]] = {
         "dim": "[1, inf)", "window": "[1, inf)", "min_count": "[1, inf)", "epochs": "[1, inf)",
@@ -108,7 +115,10 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     t0 = time.time()
     counts = Counter()
     for t in texts:
-        counts.update(count_words(t, show_progress).counts)
+        wc = count_words(t, show_progress)
+        counts.update(wc.counts)
+        if cfg.eos:
+            counts[EOS] += wc.lines
     vocab = glove_vocabulary(counts, cfg.min_count)
     if len(vocab) < 2:
         raise LmlowError(f"no two words occur {cfg.min_count} times or more; lower --min-count")
@@ -116,7 +126,7 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     with tempfile.TemporaryDirectory(prefix="lmlow-glove-", dir=work_dir) as tmp:
         tmp = Path(tmp)
         _write_vocab(vocab, counts, tmp / "glove-vocab.txt")
-        _write_text(texts, tmp / "text.txt", sum(counts.values()), show_progress)
+        _write_text(texts, tmp / "text.txt", sum(counts.values()), show_progress, cfg.eos)
         _run([tool("glove-cooccur"), tmp / "text.txt", tmp / "glove-vocab.txt", tmp / "cooc.bin",
               cfg.window, tmp / "overflow", cfg.memory], "counting co-occurrences", show_progress)
         (tmp / "text.txt").unlink()
@@ -142,13 +152,16 @@ def _write_vocab(vocab: dict[str, int], counts: Counter, path: Path) -> None:
             f.write(f"{RAW_UNK if w == UNK else w} {counts[w]}\n")
 
 
-def _write_text(texts: list[Path], out: Path, total: int, show_progress: bool) -> None:
-    """One plain text for the tools: decompressed, blank lines gone, ``<unk>`` renamed."""
+def _write_text(texts: list[Path], out: Path, total: int, show_progress: bool,
+                eos: bool = True) -> None:
+    """One plain text for the tools: decompressed, blank lines gone, ``<unk>`` renamed, each
+    line ended by ``<eos>`` if ``eos``."""
+    end = f" {EOS}\n" if eos else "\n"
     with open(out, "w", encoding="utf-8") as f, progress("GloVe text", show_progress, total) as bar:
         for path in texts:
             for _, tokens in iter_lines(path):
-                f.write(" ".join(RAW_UNK if t == UNK else t for t in tokens) + "\n")
-                bar.tokens(len(tokens))
+                f.write(" ".join(RAW_UNK if t == UNK else t for t in tokens) + end)
+                bar.tokens(len(tokens) + eos)
 
 
 def _run(cmd: list, what: str, show_progress: bool) -> str:

@@ -186,18 +186,18 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
     return {"trainable": trainable, "frozen": frozen}
 
 
-def pretrained_matrix(words: list[str], kv, generator: torch.Generator) -> tuple[torch.Tensor, int]:
+def pretrained_matrix(words: list[str], kv, generator: torch.Generator) -> tuple[torch.Tensor, np.ndarray]:
     """Rows for ``words`` from gensim vectors ``kv``; missing words get N(0, s^2) rows,
     s the standard deviation of all pretrained values, so they match the vectors' scale.
-    Returns (matrix, number of words that had a vector)."""
+    Returns (matrix, boolean mask of the rows that had a vector)."""
     dim = kv.vector_size
     vectors = torch.from_numpy(kv.vectors).float()
     std = float(vectors.std())
     out = torch.randn(len(words), dim, generator=generator) * std
-    found = 0
+    found = np.zeros(len(words), bool)
     for i, w in enumerate(words):
         j = kv.key_to_index.get(w)
         if j is not None:
             out[i] = vectors[j]
-            found += 1
+            found[i] = True
     return out, found

@@ -33,6 +33,7 @@ from lmlow.distributed import (SINGLE, World, all_max, all_sum, columns, gather,
 from lmlow.errors import LmlowError
 from lmlow.evaluate import lstm_logprobs
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
+from lmlow.frozen_rows import FrozenRows, describe_rows
 from lmlow.loss import lm_loss
 from lmlow.model import detach_hidden
 from lmlow.progress import shown
@@ -205,7 +206,8 @@ class Trainer:
         self.train_ids = head_fraction(self.corpus.encode("train").ids, cfg.train_fraction, self.vocab.eos_id)
         self.valid_ids = self.corpus.encode("valid").ids
         self.model, self.init_report = build_model(
-            checkpoint_config(cfg, resume["model"]) if resume else cfg, self.vocab, self.kv)
+            checkpoint_config(cfg, resume["model"]) if resume else cfg, self.vocab, self.kv,
+            frozen_rows=_saved_mask(resume))
         if self.init_report.get("coverage_types_pct") == 0:
             raise LmlowError(f"{cfg.embeddings}: covers none of the {len(self.vocab)} vocabulary "
                              "words, so the 'pretrained' embeddings would be random; check that "
@@ -238,6 +240,9 @@ class Trainer:
                                             fresh=resume is None)
         if resume:
             self._restore(resume)
+        # after the restore: the held rows are the checkpoint's (the run's first values)
+        mask = self.model.frozen_input_rows
+        self.frozen_rows = None if mask is None else FrozenRows(self.model.encoder.weight, mask)
         self.saved_at = self.state.train_seconds
 
     # ---- optimisers
@@ -281,11 +286,14 @@ class Trainer:
             "state": self.state.__dict__.copy(), "processes": self.world.size,
             "rng": ranks[0], "ranks": ranks if self.world.distributed else None,
             "hidden": hidden[0] if hidden[0] is None else hidden,
+            "frozen_input_rows": self.frozen_rows.mask if self.frozen_rows else None,
+            "init_report": self.init_report,
         }
 
     def _restore(self, ck: dict) -> None:
         require_processes(ck, self.rundir.last, self.world.size)
         self.model.load_state_dict(ck["model"])
+        self.init_report = ck.get("init_report") or self.init_report   # what the vectors gave
         self.state = RunState(**ck["state"])
         if self.world.main:
             self._truncate_metrics(self.state.step)
@@ -499,6 +507,8 @@ class Trainer:
             self.scaler.unscale_(self.optimizer)
         else:
             total.backward()
+        if self.frozen_rows:
+            self.frozen_rows.zero_grad()
         if cfg.clip:
             torch.nn.utils.clip_grad_norm_(self.params, cfg.clip)
         if self.scaler:
@@ -508,6 +518,8 @@ class Trainer:
             st.skipped += self.scaler.get_scale() < scale     # a skipped step lowers the scale
         else:
             self.optimizer.step()
+        if self.frozen_rows:
+            self.frozen_rows.restore(self.optimizer)
 
     def _scaler_metrics(self) -> dict:
         """What the fp16 loss scaler did, for the metrics rows (nothing without one)."""
@@ -626,6 +638,12 @@ class Trainer:
                 **self.init_report}
 
 
+def _saved_mask(ck: dict | None):
+    """The partial freeze's row mask a checkpoint saved (None: none, or a new run)."""
+    mask = (ck or {}).get("frozen_input_rows")
+    return None if mask is None else np.asarray(mask, bool)
+
+
 def _py_state(rng: random.Random):
     version, internal, gauss = rng.getstate()
     return [version, list(internal), gauss]
@@ -687,7 +705,7 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
             run.check_new(force, hint)                # again, under the lock
         with _on_main(world, run.replacing):
             if world.main:
-                trainer.cfg.save(run.config)
+                trainer.cfg.save(run.config, trainer.init_report)
                 trainer.vocab.save(run.vocab)
                 run.record_corpus(trainer.cfg.corpus)
             trainer.start()
@@ -697,8 +715,9 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
                    f"{r['coverage_tokens_pct']:.1f}% of training tokens"
                    if "coverage_types_pct" in r else "")
             procs = f" x {world.size} processes" if world.distributed else ""
+            rows = f"; {describe_rows(r['input_rows'])}" if "input_rows" in r else ""
             print(f"{trainer.cfg.describe()}; vocabulary {r['vocabulary']}; parameters "
-                  f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}; device "
+                  f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}{rows}; device "
                   f"{trainer.device}{procs}; precision {_precision(trainer)}", flush=True)
         return _finish(trainer)
 
@@ -738,7 +757,7 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
         trainer = Trainer(cfg.validate(), run.path, resume=ck, quiet=quiet, world=world,
                           device=device)
         if world.main:
-            cfg.save(run.config)
+            cfg.save(run.config, trainer.init_report)
         return _finish(trainer)
 
 

@@ -49,7 +49,7 @@ def test_null_margin_of_random_vectors_is_centred_on_zero():
 @pytest.mark.slow
 def test_trained_vectors_put_related_words_closer(tmp_path):
     kv, rep = train_glove([PRETRAIN], GloveConfig(dim=50, epochs=15, threads=2), show_progress=False)
-    assert rep.tokens == 778411 and "<unk>" in kv.key_to_index
+    assert rep.tokens == 778411 + 36340 and "<unk>" in kv.key_to_index   # words + <eos>s
     # The margin must beat random vectors: it is compared with the 99.9th percentile of the
     # margins of 1000 draws of random Gaussian 50-d vectors for the same 20 pairs (so random
     # vectors reach it in at most 1 draw in 1000). Measured on the 2-core dev machine
@@ -83,3 +83,22 @@ def test_embed_cli_refuses_to_overwrite(tmp_path):
     r = subprocess.run([sys.executable, "-m", "lmlow.cli", "embed", str(PRETRAIN), "--out", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "--force" in r.stderr and out.read_text() == "mine\n"
+
+
+def test_every_line_end_gets_an_eos_vector_unless_asked_not_to(tmp_path):
+    """GloVe reads each line with <eos> at its end, as the LM does, so the LM's line-end row
+    gets a vector; --eos no leaves it out. The counted tokens say which text GloVe read."""
+    import gzip
+    with gzip.open(PRETRAIN, "rt", encoding="utf-8") as f:
+        lines = [line for _, line in zip(range(3000), f) if line.strip()]
+    text = tmp_path / "t.txt"
+    text.write_text("".join(lines), encoding="utf-8")
+    words = sum(len(line.split()) for line in lines)
+    kv, rep = train_glove([text], GloveConfig(dim=16, epochs=3, threads=1), show_progress=False)
+    assert "<eos>" in kv.key_to_index and rep.tokens == words + len(lines)
+    kv, rep = train_glove([text], GloveConfig(dim=16, epochs=3, threads=1, eos=False),
+                          show_progress=False)
+    assert "<eos>" not in kv.key_to_index and rep.tokens == words
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "embed", "--help"], capture_output=True,
+                       text=True)
+    assert "--eos {yes,no}" in r.stdout

@@ -42,3 +42,18 @@ def test_corpus_stats_shape(tmp_path):
     assert s["oov"]["valid"]["tokens_pct"] == 50.0
     assert s["embedding_coverage"]["valid"]["tokens_pct"] == 100.0
     assert s["embedding_only_words"] == 1
+
+
+def test_row_coverage_counts_eos_and_reads_words_as_their_rows(tmp_path):
+    """Coverage as the LM reads the text: vocabulary rows <eos>, <unk>, a, b, c; train is
+    a a b <eos> c <unk> <eos> (4 of 7 rows with a vector: a, a, <eos>, <eos>); valid is
+    a d <eos>, d read as <unk> (2 of 3)."""
+    root = write_corpus(tmp_path / "c", "a a b\nc <unk>\n", "a d\n", "b\n")
+    s = corpus_stats(Corpus(root, show_progress=False), embedding_words={"a", "<eos>", "zz"})
+    r = s["row_coverage"]
+    assert r["rows"]["types"] == 2 and r["rows"]["types_pct"] == pytest.approx(40.0)
+    assert r["rows"]["eos"] and not r["rows"]["unk"]
+    assert r["train_tokens"] == pytest.approx({"tokens": 4, "tokens_pct": 400 / 7})
+    assert r["valid_tokens"] == pytest.approx({"tokens": 2, "tokens_pct": 200 / 3})
+    s = corpus_stats(Corpus(root, show_progress=False), embedding_words={"a", "<unk>"})
+    assert s["row_coverage"]["valid_tokens"]["tokens_pct"] == pytest.approx(200 / 3)   # a, d

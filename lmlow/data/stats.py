@@ -67,6 +67,28 @@ def coverage(counts: Counter, known, invert: bool = False) -> dict:
             "types": len(hit), "tokens": sum(words[w] for w in hit)}
 
 
+def row_coverage(corpus: Corpus, known, splits: dict) -> dict:
+    """Coverage as the LM sees it: the share of its vocabulary rows that have a vector, and of
+    each split's tokens (``<eos>`` counted, each word read as its row: ``<unk>`` when the UNK
+    rule or the vocabulary replaces it) whose row has one. A row without a vector starts
+    random, and ``--freeze-input`` freezes it random: this is the share that decides it."""
+    vocab = corpus.vocab
+    rows = [w in known for w in vocab.words]
+    out = {"rows": {"types": sum(rows), "types_pct": _pct(sum(rows), len(rows)),
+                    "eos": EOS in known, "unk": UNK in known}}
+    for name in ("train", "valid"):
+        wc = splits[name]
+        hit = total = 0
+        for w, c in wc.counts.items():
+            row = w if w in vocab.index else UNK
+            total += c
+            hit += c * (row in known)
+        total += wc.lines
+        hit += wc.lines * (EOS in known)
+        out[f"{name}_tokens"] = {"tokens": hit, "tokens_pct": _pct(hit, total)}
+    return out
+
+
 def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
                  embedding_words: Iterable[str] | None = None,
                  thresholds: Iterable[int] = (0, 1, 2, 5)) -> dict:
@@ -91,6 +113,7 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
         out["embedding_coverage"] = {s: coverage(wc.counts, known) for s, wc in splits.items()}
         out["embedding_coverage"]["vocabulary"] = coverage(Counter({w: 1 for w in vocab.words if w != EOS}), known)
         out["embedding_only_words"] = sum(1 for w in known if w not in train)
+        out["row_coverage"] = row_coverage(corpus, known, splits)
     return out
 
 
@@ -120,4 +143,10 @@ def format_stats(s: dict) -> str:
         out.append(markdown(["", "types", "tokens"], [[k, v["types_pct"], v["tokens_pct"]]
                                                      for k, v in s["embedding_coverage"].items()]))
         out.append(f"\n{s['embedding_only_words']} embedding words do not occur in train")
+        r = s["row_coverage"]
+        out += ["", "Coverage of the LM's rows and tokens (<eos> and <unk> counted; a row "
+                "without a vector starts random), %:", ""]
+        out.append(markdown(["vocabulary rows", "train tokens", "valid tokens", "<eos> has a vector"],
+                            [[r["rows"]["types_pct"], r["train_tokens"]["tokens_pct"],
+                              r["valid_tokens"]["tokens_pct"], "yes" if r["rows"]["eos"] else "no"]]))
     return "\n".join(out)
