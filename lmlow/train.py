@@ -222,6 +222,7 @@ class Trainer:
         self.optimizer = self._make_optimizer(asgd=False)
         self.rng = random.Random(cfg.seed)
         self.hidden = None
+        self.last_rate = None      # the rate of the last update (metrics' "lr")
         counts = torch.from_numpy(self.vocab.count_array()).double()
         self.prior = (counts / counts.sum()).float().to(self.device) if cfg.smoothing_prior == "unigram" else None
         self.amp_dtype = pick_precision(cfg.precision, self.device)
@@ -486,6 +487,7 @@ class Trainer:
         used = budget_used(cfg, st.epoch + st.position / max(1, self.n_batches), st.step,
                            st.train_seconds)
         lr = learning_rate(cfg, st.lr, st.step, seq, used)
+        self.last_rate = lr * cfg.bptt / seq
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.hidden = detach_hidden(self.hidden)
@@ -521,6 +523,12 @@ class Trainer:
         if self.frozen_rows:
             self.frozen_rows.restore(self.optimizer)
 
+    def _rate(self) -> float:
+        """The learning rate the last update used, at the mean BPTT length (an update of
+        another length scales it by length / bptt): after warm-up and the cosine schedule,
+        which the base rate ``state.lr`` (logged as ``base_lr``) leaves out."""
+        return self.state.lr if self.last_rate is None else self.last_rate
+
     def _scaler_metrics(self) -> dict:
         """What the fp16 loss scaler did, for the metrics rows (nothing without one)."""
         if not self.scaler:
@@ -536,7 +544,7 @@ class Trainer:
         st = self.state
         loss = self.validate()
         self._log_metrics({"epoch": round(epoch, 3), "step": st.step, "valid_loss": loss,
-                           "valid_ppl": math.exp(loss), "lr": st.lr,
+                           "valid_ppl": math.exp(loss), "lr": self._rate(), "base_lr": st.lr,
                            "elapsed": round(st.train_seconds, 1), "partial_epoch": True,
                            **self._scaler_metrics()})
         if loss < st.best_valid:
@@ -555,7 +563,8 @@ class Trainer:
         improved = loss < st.best_valid or st.epoch_improved    # this epoch set a new best
         self._log_metrics({"epoch": st.epoch, "step": st.step, "train_loss": self.epoch_stats["train_loss"],
                            "train_ppl": math.exp(min(50, self.epoch_stats["train_loss"])),
-                           "valid_loss": loss, "valid_ppl": math.exp(loss), "lr": st.lr,
+                           "valid_loss": loss, "valid_ppl": math.exp(loss),
+                           "lr": self._rate(), "base_lr": st.lr,
                            "optimizer": "asgd" if st.asgd else cfg.optimizer,
                            "tokens_per_s": round(self.epoch_stats["tokens_per_s"]),
                            "elapsed": round(st.train_seconds, 1), **self._scaler_metrics()})

@@ -150,3 +150,17 @@ def test_asgd_evaluates_and_saves_averaged_weights(speech_corpus, tmp_path):
     assert all(torch.equal(p, r) for p, r in zip(t.params, raw))
     resume(tmp_path / "r", quiet=True, max_steps=8)  # ASGD state survives the checkpoint
     assert load_checkpoint(tmp_path / "r" / "last.pt")["state"]["asgd"] is True
+
+
+def test_metrics_log_the_rate_the_updates_used(speech_corpus, tmp_path):
+    """A cosine schedule over 3 epochs: the logged rate is the schedule's at each epoch's last
+    update, 0.5 (1 + cos(pi e / 3)) x the base, worked out here; the base rate stays."""
+    import math
+    train(cfg_for(speech_corpus, max_epochs=3, schedule="cosine", lr=0.01), tmp_path / "r", quiet=True)
+    rows = [r for r in metrics(tmp_path / "r") if "train_loss" in r]
+    assert [r["base_lr"] for r in rows] == [0.01] * 3
+    for r in rows:
+        n = r["step"] / r["epoch"]                    # updates per epoch (constant here)
+        used = (r["step"] - 1) / n / 3                # the last update's share of the budget
+        assert r["lr"] == pytest.approx(0.005 * (1 + math.cos(math.pi * used)), rel=0.05, abs=1e-4)
+    assert rows[-1]["lr"] < 0.001 < rows[0]["lr"]
