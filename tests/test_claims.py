@@ -22,15 +22,22 @@ def row(name, ppls, converged=True, seeds=(1, 2, 3), **extra):
 
 
 @pytest.mark.parametrize("better, worse, verdict", [
-    ([100, 101, 102], [110, 111, 112], "holds"),             # every seed 10 apart; 2 sd = 2
+    ([100, 101, 102], [110, 111, 112], "holds"),             # every seed 10 apart
     ([110, 111, 112], [100, 101, 102], "does not hold"),
-    ([100, 105, 110], [104, 108, 112], "no clear difference"),  # diffs 4, 3, 2; 2 sd = 10
+    # diffs 4, 3, 2: the seeds spread both configurations alike (sd 5 and 4), the paired
+    # differences hardly (2 x their standard error = 1.15): the paired rule sees it
+    ([100, 105, 110], [104, 108, 112], "holds"),
     ([100, 101, 102], [110, 111, 101], "no clear difference"),  # one seed goes the other way
+    ([100, 100, 100], [101, 110, 130], "no clear difference"),  # mean 13.7 < 2 SE = 17.1
+    ([400, 400, 400], [401, 401.2, 401.1], "no clear difference"),  # consistent but < 0.5%
 ])
 def test_paired_verdicts(better, worse, verdict):
     c = claims.Comparison(row("a", better), row("b", worse))
-    assert c.diffs() == [w - b for b, w in zip(better, worse)]
-    assert c.margin() == pytest.approx(2 * max(statistics.stdev(better), statistics.stdev(worse)))
+    d = [w - b for b, w in zip(better, worse)]
+    assert c.diffs() == d
+    se = statistics.stdev(d) / 3 ** 0.5
+    floor = 0.005 * min(statistics.mean(better), statistics.mean(worse))
+    assert c.margin() == pytest.approx(max(2 * se, floor))
     assert c.verdict() == verdict
 
 
@@ -123,7 +130,7 @@ def test_the_six_claims_at_each_k_need_a_complete_column():
            for k, f in ((1, 1.0), (5, 0.5)) for n, p in ppl.items()}
     v = claims.unk_pattern_claims(unk, [])
     assert v["freezing the pretrained input helps (Table 3, K=1,5)"] == "holds"
-    assert v["ours is the best (or close to it) (Table 3, K=1,5)"] == "holds"
+    assert v["ours is the best (Table 3, K=1,5)"] == "holds"
     unk["standard.K5"] = row("standard.K5", [100, 101, 102])        # random input best at K=5 only
     v = claims.unk_pattern_claims(unk, [])
     assert v["pretrained input beats random input (Table 3, K=1,5)"] == "mixed"
@@ -236,7 +243,8 @@ def test_table1_worst_row_on_a_fixed_budget():
     t1 = table1_rows(lambda n: 900.0 if n == claims.NO_EARLY_STOP else
                      800.0 if "out-rand-frozen" in n or n == "tied.rand-frozen" else 400.0)
     for seeds_ppl, found, worst in (([600, 601, 602], "does not hold", "holds"),
-                                    ([899, 900, 901], "holds", "does not hold")):
+                                    # the same as the rule found: no clear difference, said so
+                                    ([899, 900, 901], "no clear difference", "does not hold")):
         nes = {claims.NO_EARLY_STOP: row(claims.NO_EARLY_STOP, seeds_ppl, converged=False)}
         t1[claims.NO_EARLY_STOP] = {**t1[claims.NO_EARLY_STOP],
                                     **row(claims.NO_EARLY_STOP, [899, 900, 901])}
