@@ -289,3 +289,32 @@ def test_table6_scale_says_how_many_seeds_each_size_has():
     assert claims._seeds_by_size(partial) == "seeds: 3 at 1x, 3 at 2x, 1-2 at 4x so far"
     done = {0.25: six(3, 3, 3, 3, 3, 3), 1.0: six(3, 3, 3, 3, 3, 3)}
     assert claims._seeds_by_size(done) == "seeds: 3 at 1x, 3 at 4x"
+
+
+def test_results_files_say_what_their_runs_measured():
+    """Every committed results.json the claims read agrees with its run folders: each row's
+    per-seed valid and test perplexities are the runs' own cached evaluations
+    (eval_best_{valid,test}.json, written when each run was scored), its mean is their mean,
+    and each run's seed is the one listed. A results file edited by hand, or a run scored
+    again without its table being reported again, fails here."""
+    checked = 0
+    for table, rel in claims.SOURCES.items():
+        path = ROOT / rel
+        if not path.exists():
+            continue
+        for r in json.loads(path.read_text()):
+            if "valid ppls" not in r:          # the 5-gram: one model, no seeds
+                for split in ("valid", "test"):
+                    (cache,) = (ROOT / r["runs"][0]).glob(f"eval*_{split}.json")
+                    assert r[f"{split} ppl"] == pytest.approx(
+                        json.loads(cache.read_text())["perplexity"], rel=1e-9), (rel, r["configuration"])
+                continue
+            for split in ("valid", "test"):
+                measured = [json.loads((ROOT / run / f"eval_best_{split}.json").read_text())["perplexity"]
+                            for run in r["runs"]]
+                assert r[f"{split} ppls"] == pytest.approx(measured, rel=1e-9), (rel, r["configuration"])
+                assert r[f"{split} ppl"] == pytest.approx(statistics.mean(measured), rel=1e-9)
+            seeds = [json.loads((ROOT / run / "config.json").read_text())["seed"] for run in r["runs"]]
+            assert seeds == r["seed list"], (rel, r["configuration"])
+            checked += len(r["runs"])
+    assert checked > 200
