@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 from lmlow.analysis.stats import alc  # noqa: E402  (the same ALC as `lmlow compare`)
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
+REC_START, REC_END = "<!-- recommendation:start -->", "<!-- recommendation:end -->"
 SOURCES = {   # table -> the committed results it is read from
     "six": "experiments/six/sweep/results.json",
     "six+unigram": "experiments/six/sweep-unigram/results.json",
@@ -51,7 +52,21 @@ SOURCES = {   # table -> the committed results it is read from
     "table1-no-early-stop": "experiments/table1-converged/no-early-stop/results.json",
     "six-fixed-budget": "experiments/six/fixed-budget/results.json",
     "datasize": "experiments/datasize/sweep/results.json",
+    # issue 24: the paper's recipe (SGD + NT-ASGD), vectors from all in-domain text, the
+    # partial freeze, and the paper's regime (1M words of LM text)
+    "six-sgd": "experiments/six/sweep-sgd/results.json",
+    "sotu-sgd": "experiments/sotu/sweep-sgd/results.json",
+    "paper-regime": "experiments/paper-regime/sweep/results.json",
 }
+# Which tables the recommendation follows, first tier first: the first tier with a committed
+# table decides (the paper's regime is the table the question is about; the paper-recipe
+# tables are the protocol; the Adam tables are what came before them).
+TIERS = [("the paper's regime (1M words of LM text, paper recipe)", ["paper-regime"]),
+         ("the six under the paper's recipe (SGD + NT-ASGD)", ["six-sgd", "sotu-sgd"]),
+         ("the six trained with Adam", ["six", "sotu"])]
+TABLE_NAMES = {"six": "technical, Adam", "sotu": "State of the Union, Adam",
+               "six-sgd": "technical, paper recipe", "sotu-sgd": "State of the Union, paper recipe",
+               "paper-regime": "1M-word technical, paper recipe"}
 
 
 def load(table: str, root: Path = ROOT) -> dict[str, dict]:
@@ -512,6 +527,149 @@ def meister_claims(six: dict, uni: dict, out: list[str], root: Path) -> dict[str
             "unigram bias init ends at a better perplexity": combine(final)}
 
 
+# ---------------------------------------------------------------- the recommendation
+
+def _lstm_rows(rows: dict) -> dict:
+    return {n: r for n, r in rows.items() if r.get("tie") and r.get("valid ppls")}
+
+
+def recommendation(root: Path = ROOT) -> dict:
+    """The configuration the measured tables support: from the first tier of TIERS with a
+    committed table, the configurations that are not clearly worse (paired rule) than the
+    best of every table of the tier; of those, the one closest to each table's best on
+    average. With the freezing evidence of every table for the advice on freezing."""
+    for tier, names in TIERS:
+        tables = {n: _lstm_rows(load(n, root)) for n in names}
+        tables = {n: t for n, t in tables.items() if t}
+        if tables:
+            break
+    else:
+        return {}
+    shared = set.intersection(*(set(t) for t in tables.values()))
+    ok = []
+    for name in sorted(shared):
+        if all(Comparison(min(t.values(), key=lambda r: r["valid ppl"]), t[name]).verdict()
+               != "holds" for t in tables.values()):
+            ratio = statistics.mean(t[name]["valid ppl"] / min(r["valid ppl"] for r in t.values())
+                                    for t in tables.values())
+            ok.append((ratio, name))
+    name = min(ok)[1]
+    cfg = json.loads((root / next(iter(tables.values()))[name]["runs"][0] / "config.json").read_text())
+    settings = {k: cfg[k] for k in ("tie", "freeze_input", "freeze_input_rows", "init")
+                if k in cfg}
+    level = sorted(n for _, n in ok if n != name)
+    def where(tn: str, t: dict) -> str:
+        best = min(t.values(), key=lambda r: r["valid ppl"])
+        mine = f"{TABLE_NAMES[tn]}: {t[name]['valid ppl']:.1f} valid ppl"
+        return mine + (", the best" if best is t[name] else
+                       f" (best: {best['configuration']} {best['valid ppl']:.1f})")
+    evidence = "; ".join(where(tn, t) for tn, t in tables.items())
+    pending = [t for t, _ in TIERS[:[t for t, _ in TIERS].index(tier)]]
+    return {"name": name, "settings": settings, "tier": tier, "tables": list(tables),
+            "pending": pending,
+            "evidence": evidence, "level_with": level, "freezing": freezing_evidence(root)}
+
+
+def freezing_evidence(root: Path = ROOT) -> dict:
+    """Freezing's cost (frozen minus trained input, per seed) in every committed table that
+    has a frozen/trained pair, and the verdict of the coverage claim (None until tested)."""
+    costs = []
+    for table in SOURCES:
+        if table in ("six-fixed-budget", "table1-no-early-stop"):
+            continue                  # fixed 30-epoch budgets, not the convergence rule
+        rows = load(table, root)
+        for frozen, trained in PAIRS["freezing the pretrained input helps"]:
+            for suffix in {re.sub(r"^[^.]*", "", n) for n in rows if n.startswith(frozen + ".") or n == frozen}:
+                f, t = rows.get(frozen + suffix), rows.get(trained + suffix)
+                if f and t and f.get("valid ppls") and t.get("valid ppls"):
+                    costs += [-x for x in Comparison(f, t).diffs()]
+    return {"costs": [round(min(costs), 1), round(max(costs), 1)] if costs else None,
+            "runs": len(costs), "coverage_rule": None}
+
+
+def recommended_flags(settings: dict) -> str:
+    """The embedding flags of ``lmlow train`` for a configuration."""
+    flags = [f"--tie {'yes' if settings.get('tie', True) else 'no'}"]
+    if settings.get("freeze_input"):
+        flags.append("--freeze-input")
+        if settings.get("freeze_input_rows", "all") != "all":
+            flags.append(f"--freeze-input-rows {settings['freeze_input_rows']}")
+    flags.append(f"--init {','.join(settings.get('init', ['random']))}")
+    return " ".join(flags)
+
+
+def recommendation_module(root: Path = ROOT) -> str:
+    """The text of lmlow/recommendation.py: the recommendation as data for the package (the
+    demo, `lmlow train --help`, `lmlow stats`), written whole by --update."""
+    rec = recommendation(root)
+    f = rec["freezing"]
+    return f'''"""What lmlow recommends, generated by ``python experiments/claims.py --update`` from the
+committed converged tables (do not edit: a test compares this file with what claims.py makes).
+The demo, ``lmlow train --help`` and ``lmlow stats --embeddings`` read it, and README.md's
+recommendation is the same text, so no sentence can recommend what the tables reject."""
+
+NAME = {rec["name"]!r}
+SETTINGS = {rec["settings"]!r}
+FLAGS = {recommended_flags(rec["settings"])!r}
+TIER = {rec["tier"]!r}
+EVIDENCE = {rec["evidence"]!r}
+LEVEL_WITH = {rec["level_with"]!r}
+# freezing the input: the lowest and highest cost (perplexity, frozen minus trained, per seed)
+# over every converged pair measured, and the coverage rule under which freezing is advised
+# (None: no table supports freezing under any measured coverage)
+FREEZE_COSTS = {tuple(f["costs"]) if f["costs"] else None!r}
+FREEZE_PAIRS = {f["runs"]!r}
+FREEZE_MIN_TOKEN_COVERAGE = {f["coverage_rule"]!r}
+
+
+def command(corpus: str = "CORPUS", vectors: str = "VECTORS", out: str = "RUN") -> str:
+    """The recommended ``lmlow train`` command line."""
+    return f"lmlow train {{corpus}} --out {{out}} --embeddings {{vectors}} {{FLAGS}}"
+
+
+def summary() -> str:
+    """Two sentences: what is recommended, on what evidence, and what freezing costs."""
+    level = f" (level with {{', '.join(LEVEL_WITH)}})" if LEVEL_WITH else ""
+    freeze = (f" Freezing the pretrained input cost {{FREEZE_COSTS[0]:g}} to {{FREEZE_COSTS[1]:g}} "
+              f"perplexity in every one of {{FREEZE_PAIRS}} paired converged runs, so it is not "
+              "advised." if FREEZE_COSTS and FREEZE_COSTS[0] > 0 and FREEZE_MIN_TOKEN_COVERAGE is None
+              else "")
+    return (f"Recommended: {{NAME}}{{level}}, from {{TIER}} ({{EVIDENCE}}).{{freeze}}")
+
+
+def freeze_advice(train_token_coverage_pct: float) -> str | None:
+    """What the tables say about freezing for a corpus whose training tokens (``<eos>``
+    counted) have vectors at this rate: None unless the evidence makes it depend on coverage."""
+    if FREEZE_MIN_TOKEN_COVERAGE is None:
+        return None
+    if train_token_coverage_pct >= FREEZE_MIN_TOKEN_COVERAGE:
+        return (f"freezing advised: the vectors cover {{train_token_coverage_pct:.1f}}% of training "
+                f"tokens, at least the {{FREEZE_MIN_TOKEN_COVERAGE:g}}% under which the tables found "
+                "it helps: add --freeze-input --freeze-input-rows pretrained")
+    return (f"freezing not advised: the vectors cover {{train_token_coverage_pct:.1f}}% of training "
+            f"tokens, below the {{FREEZE_MIN_TOKEN_COVERAGE:g}}% the tables needed for it to help")
+'''
+
+
+def recommendation_section(root: Path = ROOT) -> str:
+    """README.md's recommendation, from the same data as lmlow/recommendation.py."""
+    rec = recommendation(root)
+    f = rec["freezing"]
+    level = f" (level with {', '.join(rec['level_with'])})" if rec["level_with"] else ""
+    lines = ["```sh", f"lmlow train CORPUS --out RUN --embeddings VECTORS {recommended_flags(rec['settings'])}",
+             "```", "",
+             f"**{rec['name']}**{level}: the configuration the converged tables support, from "
+             f"{rec['tier']} ({rec['evidence']})."]
+    if f["costs"] and f["costs"][0] > 0 and f["coverage_rule"] is None:
+        lines.append(f"Freezing the pretrained input is not advised: it cost {f['costs'][0]:g} to "
+                     f"{f['costs'][1]:g} perplexity in every one of {f['runs']} paired converged "
+                     "runs (frozen minus trained, same seed), on every domain and data size measured.")
+    if rec["pending"]:
+        lines.append(f"Not yet committed, and first in the order of evidence: "
+                     f"{'; '.join(rec['pending'])}. When they are, this recommendation follows them.")
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- output
 
 def report(root: Path = ROOT) -> str:
@@ -767,13 +925,22 @@ GENERATED = {   # file -> what its generated section holds
 }
 
 
-def update(path: Path, text: str) -> None:
+# sections other than the claims one: file -> (start, end, what it holds); and whole files
+SECTIONS = {"README.md": (REC_START, REC_END, recommendation_section)}
+WHOLE = {"lmlow/recommendation.py": recommendation_module}
+
+
+def section(text: str, start: str = START, end: str = END) -> str:
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def update(path: Path, text: str, start: str = START, end: str = END) -> None:
     old = path.read_text()
-    if START not in old or END not in old:
-        raise SystemExit(f"{path}: no {START} ... {END} section to update")
-    head, _, rest = old.partition(START)
-    _, _, tail = rest.partition(END)
-    path.write_text(f"{head}{START}\n{text}{END}{tail}")
+    if start not in old or end not in old:
+        raise SystemExit(f"{path}: no {start} ... {end} section to update")
+    head, _, rest = old.partition(start)
+    _, _, tail = rest.partition(end)
+    path.write_text(f"{head}{start}\n{text}{end}{tail}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -785,6 +952,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.update:
         for name, make in GENERATED.items():
             update(ROOT / name, make())
+        for name, (start, end, make) in SECTIONS.items():
+            update(ROOT / name, make(), start, end)
+        for name, make in WHOLE.items():
+            (ROOT / name).write_text(make())
         return
     print(report(), end="")
 

@@ -148,15 +148,17 @@ def _neighbours_parser(sub) -> None:
 
 
 def _train_parser(sub) -> None:
+    from lmlow import recommendation
     from lmlow.config import PRESETS, preset_help
 
     p = sub.add_parser("train", help="train an AWD-LSTM language model into a run folder",
                        description="Train an AWD-LSTM on CORPUS into --out RUN_DIR (config.json, "
                        "vocab.txt, metrics.jsonl, best.pt, last.pt). Settings come from the "
                        "defaults (Merity et al.'s PTB model), then --preset, then --config FILE "
-                       "(TOML or JSON with the names below, underscores for dashes), then flags. "
-                       "Example: lmlow train data/ptb --out runs/ours --preset small --tie no "
-                       "--freeze-input --init glove,unigram --embeddings vectors.txt")
+                       "(TOML or JSON with the names below, underscores for dashes), then flags.",
+                       epilog=f"What the converged tables recommend: "
+                       f"{recommendation.command('data/ptb', 'vectors.txt', 'runs/ours')}. "
+                       f"{recommendation.summary().replace('%', '%%')}")
     p.add_argument("corpus", nargs="?", type=Path, help="corpus folder (with --resume: only if "
                    "the run's corpus moved, its new place, checked against the run's fingerprint)")
     p.add_argument("--out", type=Path, metavar="RUN_DIR", help="run folder to create")

@@ -1,15 +1,23 @@
-"""``make demo``: the paper in miniature on the bundled corpus (corpora/pydocs-mini).
+"""``make demo``: lmlow's answer in miniature, measured on your machine in about ten minutes.
 
-Trains in-domain GloVe vectors on the bundled pretraining text, then the standard
-configuration (tied, random init) and the recommended one (untied, frozen pretrained input,
-pretrained output, log-unigram output bias) under the same time budget, and a KenLM 5-gram on the same tokens,
-and prints the comparison (validation and test perplexity, rare-word bins, time) with the
-learning curves as a PNG. Reuses what a previous run built. Usage: python -m lmlow.demo [--minutes-per-model 4] [--glove-epochs 15] [--out runs/demo]
+The converged tables' setting, shrunk to what converges in minutes: the LM text is the first
+quarter of the bundled technical corpus's training pages (60k words of Python documentation;
+valid and test unchanged), the vectors are GloVe on the bundled pretraining text plus that LM
+text (each line ending in ``<eos>``), the vocabulary is every training word plus the vectors'
+words, the same for every model. Two LSTMs, the standard configuration (tied, random) and the
+one the converged tables recommend (:mod:`lmlow.recommendation`, generated from them), train
+side by side under the tables' convergence rule (the rate halves after an epoch without a new
+best; 3 such epochs in a row end the run), and a KenLM 5-gram scores the same tokens. It prints
+the table, draws the learning curves with the 5-gram as a line, and ends with two sentences
+computed from the numbers it just measured: which model wins overall, and on rare words.
+Reuses what a previous run built. Usage: python -m lmlow.demo [--out runs/demo]
 """
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,81 +25,177 @@ from lmlow.files import atomic_write_text
 from lmlow.plots import plot_validation_curves
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "corpora" / "pydocs-mini"
-CONFIGS = {
-    "standard (tied, random)": dict(tie=True, init=("random",)),
-    "recommended (untied, frozen GloVe input, GloVe output, unigram bias)":
-        dict(tie=False, freeze_input=True, init=("glove", "glove-output", "unigram")),
-}
+BUNDLED = ROOT / "corpora" / "pydocs-mini"
+QUARTER_LINES = 2508       # the converged tables' LM text (experiments/converged/common.sh)
+# the converged tables' model and rule (experiments/README.md, Protocol)
+MODEL = dict(emb_size=100, hidden_size=256, dropout=0.4, dropouth=0.3, dropouti=0.65,
+             dropoute=0.1, wdrop=0.5, schedule="plateau", gamma=0.5, patience=3)
+RARE = ("1", "2-5")        # test words seen 1-5 times in training
+
+
+def configurations() -> dict[str, dict]:
+    from lmlow import recommendation
+    return {"standard (tied, random)": dict(tie=True, init=("random",)),
+            f"recommended: {recommendation.FLAGS}": dict(recommendation.SETTINGS)}
 
 
 def main(argv=None) -> int:
-    from lmlow.config import build_config
     from lmlow.errors import LmlowError
-    from lmlow.glove import GloveConfig, save_vectors, train_glove
-    from lmlow.ngram import train_ngram
-    from lmlow.rundir import RunDir
-    from lmlow.runs import load
-    from lmlow.train import train
 
-    ap = argparse.ArgumentParser(description="The paper in miniature on the bundled corpus.")
+    ap = argparse.ArgumentParser(description="lmlow's recommendation against the standard "
+                                 "configuration and a 5-gram, converged, on the bundled corpus.")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "demo",
-                    help="where the vectors, runs, table and plot go, and are reused from "
-                    "(default runs/demo)")
-    ap.add_argument("--minutes-per-model", type=float, default=4.0,
-                    help="training budget of each LSTM (default 4)")
-    ap.add_argument("--glove-epochs", type=int, default=15, help="GloVe epochs (default 15)")
+                    help="where the corpus, vectors, runs, table and plot go, and are reused "
+                    "from (default runs/demo)")
+    ap.add_argument("--max-epochs", type=int, default=80,
+                    help="cap on each LSTM's epochs; the convergence rule ends them first "
+                    "(default 80, the tables' cap; >= 1)")
+    ap.add_argument("--glove-epochs", type=int, default=25, help="GloVe epochs (default 25, "
+                    "the tables' vectors; >= 1)")
     args = ap.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    if args.max_epochs < 1 or args.glove_epochs < 1:
+        ap.error("--max-epochs and --glove-epochs must be at least 1")
     try:
-        vectors = args.out / "pretrain.200d.txt"
-        if not vectors.exists():
-            print(f"1. GloVe vectors on the bundled pretraining text (200 dims, {args.glove_epochs} "
-                  "epochs)", flush=True)
-            kv, rep = train_glove([CORPUS / "pretrain.txt.gz"], GloveConfig(dim=200, epochs=args.glove_epochs))
-            save_vectors(kv, vectors)
-            print(f"   {rep.vocabulary} words in {rep.seconds_counting + rep.seconds_training:.0f}s")
-        rows = []
-        for i, (name, settings) in enumerate(CONFIGS.items(), 2):
-            run = RunDir(args.out / ("standard" if i == 2 else "recommended"))
-            if not run.finished:
-                print(f"{i}. {name}: {args.minutes_per_model:g} minutes", flush=True)
-                cfg = build_config("small", None, corpus=str(CORPUS), embeddings=str(vectors),
-                                   max_time=args.minutes_per_model, **settings)
-                train(cfg, run.path, force=True, quiet=True)
-            rows.append(_row(name, run, load(run.path)))
-        kn = RunDir(args.out / "kenlm5")
-        if not kn.finished:
-            print("4. KenLM 5-gram (modified Kneser-Ney) on the same tokens", flush=True)
-            train_ngram(CORPUS, kn.path, order=5, force=True, quiet=True)
-        rows.insert(0, _row("KenLM 5-gram", kn, load(kn.path)))
+        return _demo(args)
     except LmlowError as e:
         print(f"demo: error: {e}", file=sys.stderr)
         return 1
-    atomic_write_text(args.out / "results.md", _print_table(rows) + "\n")
-    series = [{"label": name, "rows": RunDir(args.out / folder).metrics(), "group": i}
-              for i, (name, folder) in enumerate(zip(CONFIGS, ("standard", "recommended")))]
-    plot_validation_curves(series, args.out / "curves.png", size=(6, 4))
+
+
+def _demo(args) -> int:
+    from lmlow.rundir import RunDir
+    from lmlow.runs import evaluation
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    corpus = _quarter(args.out / "corpus")
+    vectors = _vectors(args.out / "vectors.100d.txt", corpus, args.glove_epochs)
+    names = _train_lstms(args, corpus, vectors)
+    kenlm = _kenlm(args.out / "kenlm5", corpus, vectors)
+    rows = [_row("KenLM 5-gram", kenlm, evaluation)]
+    rows += [_row(label, RunDir(args.out / "runs" / f"{folder}.seed1"), evaluation)
+             for label, folder in names.items()]
+    table = _table(rows)
+    verdict = conclusion(rows)
+    atomic_write_text(args.out / "results.md", table + "\n\n" + verdict + "\n")
+    series = [{"label": label, "rows": RunDir(args.out / "runs" / f"{folder}.seed1").metrics(),
+               "group": i} for i, (label, folder) in enumerate(names.items())]
+    plot_validation_curves(series, args.out / "curves.png", x=("step",), size=(6.5, 4.2),
+                           baselines={"KenLM 5-gram (valid)": rows[0]["valid"]})
+    print("\n" + table + "\n\n" + verdict)
     print(f"\ntable: {args.out / 'results.md'}; learning curves: {args.out / 'curves.png'}")
     return 0
 
 
-def _row(name: str, run, scorer) -> dict:
-    valid, test = scorer.evaluate("valid"), scorer.evaluate("test")
-    rare = [b for b in test.bins if b["bin"] in ("1", "2-5") and b["tokens"]]
+def _quarter(folder: Path) -> Path:
+    """The LM text: the bundled training pages' first quarter, valid/test as they are."""
+    if (folder / "test.txt").exists():
+        return folder
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    with open(BUNDLED / "train.txt", encoding="utf-8") as f, \
+            open(tmp / "train.txt", "w", encoding="utf-8") as out:
+        for _, line in zip(range(QUARTER_LINES), f):
+            out.write(line)
+    for split in ("valid", "test"):
+        shutil.copy(BUNDLED / f"{split}.txt", tmp / f"{split}.txt")
+    tmp.rename(folder)
+    return folder
+
+
+def _vectors(path: Path, corpus: Path, epochs: int) -> Path:
+    """GloVe on all the in-domain text: the pretraining text and the LM's training split."""
+    from lmlow.glove import GloveConfig, save_vectors, train_glove
+
+    if path.exists():
+        return path
+    print(f"1. GloVe vectors (100 dims, {epochs} epochs) on the bundled pretraining text and "
+          "the LM text", flush=True)
+    kv, rep = train_glove([BUNDLED / "pretrain.txt.gz", corpus / "train.txt"],
+                          GloveConfig(dim=100, epochs=epochs))
+    save_vectors(kv, path, force=True)
+    print(f"   {rep.vocabulary} words in {rep.seconds_counting + rep.seconds_training:.0f}s",
+          flush=True)
+    return path
+
+
+def _train_lstms(args, corpus: Path, vectors: Path) -> dict[str, str]:
+    """Both LSTMs at once, one process each (the sweep's executor: resumed if interrupted,
+    scored on valid and test when done); label -> run folder name."""
+    from lmlow.errors import LmlowError
+    from lmlow.rundir import RunDir
+    from lmlow.sweep import Run, config_name, execute
+
+    threads = max(1, (os.cpu_count() or 2) // 2)
+    runs, names = [], {}
+    for label, settings in configurations().items():
+        name = config_name(settings)
+        names[label] = name
+        runs.append(Run(name, {"corpus": str(corpus), "preset": "small", **MODEL,
+                               "embeddings": str(vectors), "extend_vocab": True,
+                               "max_epochs": args.max_epochs, **settings, "seed": 1}, 1))
+    out = args.out / "runs"
+    if not all(RunDir(out / r.folder).finished for r in runs):
+        print(f"2. the two LSTMs side by side until they converge (a few minutes each; "
+              f"logs: {out / 'logs'})", flush=True)
+    failed = [r.folder for r, code in execute(runs, out, jobs=2, threads=threads,
+                                              log=lambda m: print("   " + m, flush=True)) if code]
+    if failed:
+        raise LmlowError(f"training {', '.join(failed)} failed: see {out / 'logs'}")
+    return names
+
+
+def _kenlm(folder: Path, corpus: Path, vectors: Path):
+    from lmlow.ngram import train_ngram
+    from lmlow.rundir import RunDir
+
+    run = RunDir(folder)
+    if not run.finished:
+        print("3. KenLM 5-gram (modified Kneser-Ney) on the same tokens", flush=True)
+        train_ngram(corpus, run.path, order=5, force=True, quiet=True, embeddings=str(vectors),
+                    extend_vocab=True)
+    return run
+
+
+def _row(label: str, run, evaluation) -> dict:
+    valid, test = evaluation(run, "valid"), evaluation(run, "test")
+    rare = [b for b in test["bins"] if b["bin"] in RARE and b["tokens"]]
     n = sum(b["tokens"] for b in rare)
-    rare_ppl = math.exp(sum(b["tokens"] * math.log(b["perplexity"]) for b in rare) / n) if n else float("nan")
-    return {"configuration": name, "valid": valid.perplexity, "test": test.perplexity,
-            "test_rare": rare_ppl, "seconds": float(run.summary()["train_seconds"])}
+    rare_ppl = (math.exp(sum(b["tokens"] * math.log(b["perplexity"]) for b in rare) / n)
+                if n else float("nan"))
+    summary = run.summary()
+    return {"configuration": label, "valid": valid["perplexity"], "test": test["perplexity"],
+            "test_rare": rare_ppl, "rare_tokens": n, "epochs": summary.get("epochs"),
+            "stopped_by": summary.get("stopped_by"),
+            "minutes": float(summary.get("train_seconds", 0)) / 60}
 
 
-def _print_table(rows) -> str:
+def _table(rows: list[dict]) -> str:
     from lmlow.tables import markdown
-    table = markdown(["configuration", "valid ppl", "test ppl", "test ppl, words seen 1-5 times",
-                      "training s"], [[r["configuration"], r["valid"], r["test"], r["test_rare"],
-                                       r["seconds"]] for r in rows], digits=4)
-    print("\n" + table)
-    return table
+    return markdown(["configuration", "valid ppl", "test ppl", "test ppl, words seen 1-5 times",
+                     "epochs", "stopped by", "training min"],
+                    [[r["configuration"], r["valid"], r["test"], r["test_rare"],
+                      r["epochs"] if r["epochs"] is not None else "",
+                      r["stopped_by"] or "", r["minutes"]] for r in rows], digits=4)
+
+
+def conclusion(rows: list[dict]) -> str:
+    """Two sentences from the measured rows: the winner on validation perplexity (with the
+    runner-up's margin), and the winner on the test words seen 1-5 times in training."""
+    def short(r):
+        return r["configuration"].split(":")[0].split(" (")[0]
+
+    overall = sorted(rows, key=lambda r: r["valid"])
+    rare = sorted(rows, key=lambda r: r["test_rare"])
+    first = (f"Overall, {short(overall[0])} wins: validation perplexity {overall[0]['valid']:.1f}, "
+             f"against {short(overall[1])} {overall[1]['valid']:.1f} "
+             f"({100 * (overall[1]['valid'] / overall[0]['valid'] - 1):.0f}% higher) and "
+             f"{short(overall[2])} {overall[2]['valid']:.1f}.")
+    second = (f"On the {rare[0]['rare_tokens']:,} test words seen 1-5 times in training, "
+              f"{short(rare[0])} wins with perplexity {rare[0]['test_rare']:,.0f}, against "
+              f"{short(rare[1])} {rare[1]['test_rare']:,.0f} and {short(rare[2])} "
+              f"{rare[2]['test_rare']:,.0f}.")
+    return first + " " + second
 
 
 if __name__ == "__main__":

@@ -82,6 +82,45 @@ def test_generated_sections_match_the_committed_results(readme):
         f"{readme} is out of date: run python experiments/claims.py --update")
 
 
+@pytest.mark.parametrize("name", list(claims.SECTIONS) + list(claims.WHOLE))
+def test_the_recommendation_is_what_the_tables_say(name):
+    """README's recommendation and lmlow/recommendation.py (what the demo, `train --help` and
+    `stats` read) are claims.py's output for the committed tables."""
+    text = (ROOT / name).read_text()
+    if name in claims.SECTIONS:
+        start, end, make = claims.SECTIONS[name]
+        assert claims.section(text, start, end).strip() == make().strip()
+    else:
+        assert text == claims.WHOLE[name]()
+
+
+def test_the_recommendation_follows_the_first_tier_and_the_paired_rule(tmp_path):
+    """A made-up paper-regime table where ours is clearly best, standard+pretraining level
+    with it: the recommendation is ours, from that tier, level with standard+pretraining."""
+    def put(table, rows):
+        path = tmp_path / claims.SOURCES[table]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(list(rows.values())))
+        for r in rows.values():
+            run = tmp_path / r["runs"][0]
+            run.mkdir(parents=True, exist_ok=True)
+            cfg = {"ours": dict(tie=False, freeze_input=True, init=["glove", "glove-output"]),
+                   "standard+pretraining": dict(tie=True, freeze_input=False, init=["glove"]),
+                   "standard": dict(tie=True, freeze_input=False, init=["random"])}
+            (run / "config.json").write_text(json.dumps(cfg[r["configuration"]]))
+    rows = {n: row(n, p, runs=[f"r/{n}"]) for n, p in (
+        ("standard", [300, 301, 302]), ("standard+pretraining", [251, 250, 253]),
+        ("ours", [250, 251, 252]))}
+    put("paper-regime", rows)
+    rec = claims.recommendation(tmp_path)
+    assert rec["name"] == "ours" and rec["level_with"] == ["standard+pretraining"]
+    assert rec["tier"].startswith("the paper's regime") and not rec["pending"]
+    assert claims.recommended_flags(rec["settings"]) == "--tie no --freeze-input --init glove,glove-output"
+    rows["standard+pretraining"] = row("standard+pretraining", [240, 241, 242], runs=["r/standard+pretraining"])
+    put("paper-regime", rows)
+    assert claims.recommendation(tmp_path)["name"] == "standard+pretraining"
+
+
 def table1_rows(ppl):
     """The 20 configurations of `lmlow sweep --grid table1`, one seed, perplexity ppl(name)."""
     from lmlow.config import EmbeddingRoles, table1_configurations

@@ -57,3 +57,19 @@ def test_row_coverage_counts_eos_and_reads_words_as_their_rows(tmp_path):
     assert r["valid_tokens"] == pytest.approx({"tokens": 2, "tokens_pct": 200 / 3})
     s = corpus_stats(Corpus(root, show_progress=False), embedding_words={"a", "<unk>"})
     assert s["row_coverage"]["valid_tokens"]["tokens_pct"] == pytest.approx(200 / 3)   # a, d
+
+
+def test_stats_ends_with_the_freezing_advice_only_when_coverage_decides(tmp_path, monkeypatch):
+    """The advice comes from lmlow/recommendation.py's coverage rule (generated from the
+    tables): none while no rule exists; with a rule, it compares this corpus's train-token
+    coverage (4 of 7 here, 57.1%) with the threshold."""
+    from lmlow import recommendation
+    from lmlow.data.stats import format_stats
+    root = write_corpus(tmp_path / "c", "a a b\nc <unk>\n", "a d\n", "b\n")
+    stats = lambda: corpus_stats(Corpus(root, show_progress=False), embedding_words={"a", "<eos>"})
+    monkeypatch.setattr(recommendation, "FREEZE_MIN_TOKEN_COVERAGE", None)
+    assert stats()["freeze_advice"] is None and "Advice" not in format_stats(stats())
+    monkeypatch.setattr(recommendation, "FREEZE_MIN_TOKEN_COVERAGE", 50.0)
+    assert stats()["freeze_advice"].startswith("freezing advised: the vectors cover 57.1%")
+    monkeypatch.setattr(recommendation, "FREEZE_MIN_TOKEN_COVERAGE", 90.0)
+    assert "freezing not advised" in format_stats(stats())

@@ -114,6 +114,8 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
         out["embedding_coverage"]["vocabulary"] = coverage(Counter({w: 1 for w in vocab.words if w != EOS}), known)
         out["embedding_only_words"] = sum(1 for w in known if w not in train)
         out["row_coverage"] = row_coverage(corpus, known, splits)
+        from lmlow.recommendation import freeze_advice   # the tables' rule, if coverage decides
+        out["freeze_advice"] = freeze_advice(out["row_coverage"]["train_tokens"]["tokens_pct"])
     return out
 
 
@@ -149,4 +151,6 @@ def format_stats(s: dict) -> str:
         out.append(markdown(["vocabulary rows", "train tokens", "valid tokens", "<eos> has a vector"],
                             [[r["rows"]["types_pct"], r["train_tokens"]["tokens_pct"],
                               r["valid_tokens"]["tokens_pct"], "yes" if r["rows"]["eos"] else "no"]]))
+        if s.get("freeze_advice"):
+            out.append(f"\nAdvice from lmlow's converged tables: {s['freeze_advice']}")
     return "\n".join(out)
