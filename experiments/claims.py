@@ -54,9 +54,15 @@ SOURCES = {   # table -> the committed results it is read from
     "datasize": "experiments/datasize/sweep/results.json",
     # issue 24: the paper's recipe (SGD + NT-ASGD), vectors from all in-domain text, the
     # partial freeze, and the paper's regime (1M words of LM text)
-    "six-sgd": "experiments/six/sweep-sgd/results.json",
-    "sotu-sgd": "experiments/sotu/sweep-sgd/results.json",
-    "paper-regime": "experiments/paper-regime/sweep/results.json",
+    "six-sgd": "experiments/freezing/technical/sweep-sgd/results.json",
+    "sotu-sgd": "experiments/freezing/sotu/sweep-sgd/results.json",
+    "rows-old": "experiments/freezing/technical/rows-old/results.json",
+    "sotu-rows-old": "experiments/freezing/sotu/rows-old/results.json",
+    "six-allvec": "experiments/freezing/technical/sweep-allvec/results.json",
+    "sotu-allvec": "experiments/freezing/sotu/sweep-allvec/results.json",
+    "rows-allvec": "experiments/freezing/technical/rows-allvec/results.json",
+    "sotu-rows-allvec": "experiments/freezing/sotu/rows-allvec/results.json",
+    "paper-regime": "experiments/paper-regime/sweep.100d/results.json",
 }
 # Which tables the recommendation follows, first tier first: the first tier with a committed
 # table decides (the paper's regime is the table the question is about; the paper-recipe
@@ -65,6 +71,15 @@ TIERS = [("the paper's regime (1M words of LM text, paper recipe)", ["paper-regi
          ("the six under the paper's recipe (SGD + NT-ASGD)", ["six-sgd", "sotu-sgd"]),
          ("the six trained with Adam", ["six", "sotu"])]
 TABLE_NAMES = {"six": "technical, Adam", "sotu": "State of the Union, Adam",
+               "six+unigram": "technical + unigram bias, Adam", "unk": "technical, K=1,2,5, Adam",
+               "pretrain-size": "technical, 8.6M-word vectors, Adam",
+               "datasize": "technical, 1x-4x LM text, Adam",
+               "rows-old": "technical, vector rows frozen, paper recipe",
+               "sotu-rows-old": "State of the Union, vector rows frozen, paper recipe",
+               "six-allvec": "technical, all-text vectors, paper recipe",
+               "sotu-allvec": "State of the Union, all-text vectors, paper recipe",
+               "rows-allvec": "technical, all-text vectors, vector rows frozen, paper recipe",
+               "sotu-rows-allvec": "SOTU, all-text vectors, vector rows frozen, paper recipe",
                "six-sgd": "technical, paper recipe", "sotu-sgd": "State of the Union, paper recipe",
                "paper-regime": "1M-word technical, paper recipe"}
 
@@ -583,8 +598,106 @@ def freezing_evidence(root: Path = ROOT) -> dict:
                 f, t = rows.get(frozen + suffix), rows.get(trained + suffix)
                 if f and t and f.get("valid ppls") and t.get("valid ppls"):
                     costs += [-x for x in Comparison(f, t).diffs()]
+    verdict, lowest = coverage_claim(root)
     return {"costs": [round(min(costs), 1), round(max(costs), 1)] if costs else None,
-            "runs": len(costs), "coverage_rule": None}
+            "runs": len(costs), "coverage_rule": round(lowest, 1) if verdict == "holds" else None,
+            "coverage_verdict": verdict}
+
+
+# the partial-freeze tables pair with the six of the same vectors and recipe
+ROWS_PAIRED = {"rows-old": "six-sgd", "sotu-rows-old": "sotu-sgd",
+               "rows-allvec": "six-allvec", "sotu-rows-allvec": "sotu-allvec"}
+FROZEN_PAIRS = [("ours", "ours-unfrozen"), ("ours-random-output", "ours-random-output-unfrozen"),
+                ("ours-vecrows", "ours-unfrozen"),
+                ("ours-random-output-vecrows", "ours-random-output-unfrozen")]
+OPTIMISER = {"six-sgd": "paper recipe", "sotu-sgd": "paper recipe", "rows-old": "paper recipe",
+             "sotu-rows-old": "paper recipe", "six-allvec": "paper recipe",
+             "sotu-allvec": "paper recipe", "rows-allvec": "paper recipe",
+             "sotu-rows-allvec": "paper recipe", "paper-regime": "paper recipe"}
+
+
+def frozen_random_share(run: str, root: Path = ROOT) -> float | None:
+    """The share (%) of a frozen run's training tokens whose input row is frozen and random
+    (no vector): from its summary's ``input_rows``, or, for runs made before that was
+    recorded (every one a whole freeze), 100 minus its vectors' token coverage."""
+    summary = json.loads((root / run / "summary.json").read_text())
+    if "input_rows" in summary:
+        return summary["input_rows"]["frozen_random_tokens_pct"]
+    if "coverage_tokens_pct" in summary:
+        return 100.0 - summary["coverage_tokens_pct"]
+    return None
+
+
+def freezing_points(root: Path = ROOT) -> list[dict]:
+    """One point per seed of every frozen/trained pair in every converged table: the table,
+    the pair, the seed, the frozen run's frozen-random token share and the cost of freezing
+    (frozen minus trained validation perplexity, and that in % of the trained one)."""
+    points = []
+    for table in SOURCES:
+        if table in ("six-fixed-budget", "table1-no-early-stop"):
+            continue
+        rows = load(table, root)
+        partner = load(ROWS_PAIRED[table], root) if table in ROWS_PAIRED else rows
+        for frozen, trained in FROZEN_PAIRS:
+            for name in rows:
+                m = re.fullmatch(re.escape(frozen) + r"(\..+)?", name)
+                if not m or not rows[name].get("valid ppls"):
+                    continue
+                t = partner.get(trained + (m.group(1) or ""))
+                if not t or not t.get("valid ppls"):
+                    continue
+                f = rows[name]
+                fb = dict(zip(f["seed list"], zip(f["valid ppls"], f["runs"])))
+                tb = dict(zip(t["seed list"], t["valid ppls"]))
+                for seed in sorted(set(fb) & set(tb)):
+                    (fp, run), tp = fb[seed], tb[seed]
+                    points.append({"table": table, "frozen": name, "trained": t["configuration"],
+                                   "seed": seed, "optimiser": OPTIMISER.get(table, "Adam"),
+                                   "frozen_random_pct": frozen_random_share(run, root),
+                                   "cost": fp - tp, "cost_pct": 100.0 * (fp - tp) / tp})
+    return points
+
+
+COVERAGE_CLAIM = "freezing the pretrained input helps when the vectors cover the vocabulary"
+FULL_COVERAGE = 1.0    # % of training tokens with a frozen random row, at most, to count as covered
+
+
+def _coverage(run: str, root: Path) -> float | None:
+    summary = json.loads((root / run / "summary.json").read_text())
+    return summary.get("coverage_tokens_pct")
+
+
+def coverage_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[str, float | None]:
+    """The coverage claim (issue 24), decided on the paper-recipe tables where (almost) no
+    training token reads a frozen random row: the partial freeze (only the vector rows frozen)
+    and whole freezes of vectors that cover the vocabulary. Each such frozen configuration
+    against its trained twin, per seed (paired rule); the verdict line gives each table's
+    coverage. Returns (verdict, the lowest training-token coverage among the tables where
+    freezing clearly helped, or None)."""
+    out = out if out is not None else []
+    verdicts, helped = [], []
+    for table in SOURCES:
+        if OPTIMISER.get(table) != "paper recipe":
+            continue
+        rows = load(table, root)
+        partner = load(ROWS_PAIRED[table], root) if table in ROWS_PAIRED else rows
+        for frozen, trained in FROZEN_PAIRS:
+            f, t = rows.get(frozen), partner.get(trained)
+            if not (f and t and f.get("valid ppls") and t.get("valid ppls")):
+                continue
+            shares = [frozen_random_share(r, root) for r in f["runs"]]
+            if any(x is None or x > FULL_COVERAGE for x in shares):
+                continue
+            cover = min(_coverage(r, root) or 0.0 for r in f["runs"])
+            c = Comparison(f, t)
+            v = c.verdict()
+            out.append(c.row(f"{COVERAGE_CLAIM} ({TABLE_NAMES.get(table, table)}: vectors cover "
+                             f"{cover:.1f}% of training tokens, {max(shares):.1f}% read a frozen "
+                             "random row)"))
+            verdicts.append(v)
+            if v == "holds":
+                helped.append(cover)
+    return combine(verdicts) if verdicts else "not tested", (min(helped) if helped else None)
 
 
 def recommended_flags(settings: dict) -> str:
@@ -699,6 +812,8 @@ def report(root: Path = ROOT) -> str:
     verdicts["the second domain gives the technical domain's verdicts, claim by claim"] = (
         domain_agreement(technical, second) if sotu else "not tested")
     verdicts |= {f"Meister: {k}": v for k, v in meister_claims(six, uni, rows, root).items()}
+    verdicts[COVERAGE_CLAIM + " (paper recipe; partial freeze, or vectors from all in-domain "
+             "text)"] = coverage_claim(root, rows)[0]
     scale = _scale(six)
     if len(sizes) > 1:
         scale += (f"; Table 6 (`experiments/datasize`) from {training_words(min(sizes), root):,} "

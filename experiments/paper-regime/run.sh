@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The paper's regime (issue 24; README.md here): about 1M words of LM text (data/pydocs's
+# training split, 1,061,758 words: PTB's size), GloVe vectors from all in-domain text (the
+# 8.6M-word data/pylibs.txt + that LM text, <eos> included, minimum count 5 as the paper),
+# K=0 with the vocabulary extended by the vectors' words (the paper's rare-word setting), the
+# paper's recipe at Merity et al.'s PTB batch (80 x 70: PTB is this size), converged by the
+# protocol's NT-ASGD rule; standard, standard+pretraining, ours-unfrozen, ours and ours with
+# only its vector rows frozen; seeds 1 then 2; a KenLM 5-gram on the same tokens.
+# DIM and HIDDEN choose the model (default 100-d vectors, 2 x 256: what one CPU core can train;
+# the paper has 400 and 3 x 1150). The same command resumes. Run from the repo root.
+set -euo pipefail
+source experiments/converged/common.sh
+E=experiments/paper-regime
+C=data/pydocs
+DIM=${DIM:-100} HIDDEN=${HIDDEN:-256}
+V=vectors/pylibs+pydocs.${DIM}d.txt
+[ -f data/pylibs.txt ] && [ -f $C/train.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
+[ -f $V ] || $LM embed data/pylibs.txt $C/train.txt --out $V --dim $DIM --threads 1
+[ -f $E/stats.${DIM}d.md ] || { $LM stats $C --embeddings $V --extend-vocab --pretrain data/pylibs.txt \
+    > $E/stats.${DIM}d.md.tmp && mv $E/stats.${DIM}d.md.tmp $E/stats.${DIM}d.md; }
+[ -f $E/kenlm5.${DIM}d/summary.json ] || \
+  $LM ngram $C --order 5 --embeddings $V --extend-vocab --out $E/kenlm5.${DIM}d --quiet
+for seed in ${SEEDS:-1 2}; do
+  $LM sweep $C --grid $E/five.toml --extend-vocab --embeddings $V --seeds $seed --jobs "$JOBS" \
+      --out $E/sweep.${DIM}d --preset paper --emb-size $DIM --hidden-size $HIDDEN --layers 2 \
+      "${PAPER_CONVERGE[@]}"
+  $LM report $E/sweep.${DIM}d --baseline $E/kenlm5.${DIM}d
+done
