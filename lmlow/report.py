@@ -99,6 +99,8 @@ def baseline_row(run_dir: Path) -> dict:
     name = f"KenLM {cfg['order']}-gram" if "order" in cfg else Path(run_dir).name
     if cfg.get("train_fraction", 1) < 1:           # one row per data size in a datasize table
         name += f".data{cfg['train_fraction']:g}"
+    if cfg.get("unk_threshold", 0) > 0:             # one row per K in an unk table
+        name += f".K{cfg['unk_threshold']}"
     return {"configuration": name, "tie": "", "input": "", "output": "", "unigram bias": "",
             "seeds": 1, "trainable params": None, "frozen params": None,
             "valid ppl": evaluation(run, "valid")["perplexity"], "valid sd": None,

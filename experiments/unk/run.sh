@@ -9,10 +9,10 @@ source experiments/converged/common.sh
 E=experiments/unk
 quarter
 vectors
-for k in 1 2 5; do
-  [ -f $E/kenlm5.K$k/summary.json ] || \
-    $LM ngram $Q --order 5 --unk-threshold $k --out $E/kenlm5.K$k --quiet
+for k in 1 2 5; do   # (again, --force, where a checkout has the summary but not the model)
+  [ -f $E/kenlm5.K$k/eval_best_valid.json ] || \
+    $LM ngram $Q --order 5 --unk-threshold $k --out $E/kenlm5.K$k --quiet --force
 done
 $LM sweep $Q --grid unk --values 1,2,5 --embeddings "$VEC" --seeds 1,2,3 --jobs "$JOBS" \
     --out $E/sweep "${MODEL[@]}" "${CONVERGE[@]}"
-$LM report $E/sweep
+$LM report $E/sweep --baseline $E/kenlm5.K1 --baseline $E/kenlm5.K2 --baseline $E/kenlm5.K5
