@@ -103,6 +103,10 @@ class Config:
     max_time: float = _f(0.0, "stop after this many minutes of training (0: no limit)")
     max_steps: int = _f(0, "stop after this many updates (0: no limit); --resume continues")
     patience: int = _f(0, "early stopping: epochs without improvement (0: off)")
+    min_improvement: float = _f(0.0, "early stopping and the plateau schedule: an epoch counts "
+                                "as improving only if it lowers validation perplexity by more "
+                                "than this fraction below the last best that counted (0.001: "
+                                "0.1 percent; NT-ASGD's average creeps down by less for long)")
     eval_every: int = _f(0, "also evaluate every N updates within an epoch (0: per epoch only)")
     track_frequency: bool = _f(False, "record the model's distance from the unigram and uniform "
                                "distributions, its cross-entropy and the output bias's norm and "
@@ -132,7 +136,7 @@ class Config:
         "gamma": "(0, 1]", "nonmono": "[1, inf)", "clip": "[0, inf)", "wdecay": "[0, inf)",
         "alpha": "[0, inf)", "beta": "[0, inf)", "batch_size": "[1, inf)", "bptt": "[1, inf)",
         "eval_batch_size": "[1, inf)", "max_epochs": "[0, inf)", "max_time": "[0, inf)",
-        "max_steps": "[0, inf)", "patience": "[0, inf)", "eval_every": "[0, inf)",
+        "max_steps": "[0, inf)", "patience": "[0, inf)", "min_improvement": "[0, 1)", "eval_every": "[0, inf)",
         "seed": "[0, 4294967295]", "threads": "[0, inf)"}
     CHOICES: typing.ClassVar[dict[str, tuple[str, ...]]] = {
         "freeze_input_rows": ("all", "pretrained"),

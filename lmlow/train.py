@@ -161,6 +161,7 @@ class RunState:
     step: int = 0                   # updates so far
     position: int = 0               # index into the epoch's batches (0: epoch start)
     best_valid: float = math.inf    # best validation cross-entropy (nats)
+    ref_valid: float = math.inf     # the last best that counted as an improvement (--min-improvement)
     valid_history: list = field(default_factory=list)
     asgd: bool = False
     stale_epochs: int = 0
@@ -295,7 +296,7 @@ class Trainer:
         require_processes(ck, self.rundir.last, self.world.size)
         self.model.load_state_dict(ck["model"])
         self.init_report = ck.get("init_report") or self.init_report   # what the vectors gave
-        self.state = RunState(**ck["state"])
+        self.state = RunState(**{"ref_valid": ck["state"]["best_valid"], **ck["state"]})
         if self.world.main:
             self._truncate_metrics(self.state.step)
         if self.state.asgd:
@@ -397,7 +398,7 @@ class Trainer:
         if cfg.max_epochs == 0:
             loss = self.validate()
             self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": math.exp(loss)})
-            self.state.best_valid = loss
+            self.state.best_valid = self.state.ref_valid = loss
             self._save_best()
             self._save_last()
             return self.summary()
@@ -547,9 +548,17 @@ class Trainer:
                            "valid_ppl": math.exp(loss), "lr": self._rate(), "base_lr": st.lr,
                            "elapsed": round(st.train_seconds, 1), "partial_epoch": True,
                            **self._scaler_metrics()})
+        if self._improves(loss):
+            st.ref_valid, st.epoch_improved = loss, True
         if loss < st.best_valid:
-            st.best_valid, st.epoch_improved = loss, True
+            st.best_valid = loss
             self._save_best()
+
+    def _improves(self, loss: float) -> bool:
+        """A new best that counts for the patience rule and the plateau schedule: below the
+        last counted best by more than ``min_improvement`` of its perplexity (with 0, any new
+        best)."""
+        return loss < self.state.ref_valid + math.log1p(-self.cfg.min_improvement)
 
     def _epoch_end(self) -> bool:
         """Validate, log, save; switch to ASGD or decay the rate; True to stop early."""
@@ -560,7 +569,10 @@ class Trainer:
         loss = self.validate()
         if self.tracker:
             self.tracker.record(st.step, st.epoch, st.train_seconds, "epoch")
-        improved = loss < st.best_valid or st.epoch_improved    # this epoch set a new best
+        significant = self._improves(loss)
+        improved = significant or st.epoch_improved     # this epoch set a new best that counts
+        if significant:
+            st.ref_valid = loss
         self._log_metrics({"epoch": st.epoch, "step": st.step, "train_loss": self.epoch_stats["train_loss"],
                            "train_ppl": math.exp(min(50, self.epoch_stats["train_loss"])),
                            "valid_loss": loss, "valid_ppl": math.exp(loss),

@@ -164,3 +164,20 @@ def test_metrics_log_the_rate_the_updates_used(speech_corpus, tmp_path):
         used = (r["step"] - 1) / n / 3                # the last update's share of the budget
         assert r["lr"] == pytest.approx(0.005 * (1 + math.cos(math.pi * used)), rel=0.05, abs=1e-4)
     assert rows[-1]["lr"] < 0.001 < rows[0]["lr"]
+
+
+def test_min_improvement_stops_on_gains_too_small_to_count(speech_corpus, tmp_path):
+    """With --min-improvement 0.9 an epoch must cut perplexity to a tenth of the last counted
+    best to count: epoch 2 does not, so patience 1 stops the run there, though best.pt keeps
+    epoch 2's weights if they were better. Without it the same run trains all 4 epochs."""
+    kw = dict(max_epochs=4, patience=1, seed=2, lr=0.01)
+    strict = train(cfg_for(speech_corpus, min_improvement=0.9, **kw), tmp_path / "strict", quiet=True)
+    rows = [r for r in metrics(tmp_path / "strict") if "train_loss" in r]
+    assert strict["stopped_by"] == "patience" and [r["epoch"] for r in rows] == [1, 2]
+    assert rows[1]["valid_ppl"] < rows[0]["valid_ppl"]            # a gain, too small to count
+    assert strict["best_valid_ppl"] == pytest.approx(rows[1]["valid_ppl"])
+    loose = train(cfg_for(speech_corpus, **kw), tmp_path / "loose", quiet=True)
+    assert loose["epochs"] == 4
+    r = lmlow("train", speech_corpus, "--preset", "tiny", "--min-improvement", "1",
+              "--out", tmp_path / "bad")
+    assert r.returncode != 0 and "--min-improvement 1: must be in [0, 1)" in r.stderr

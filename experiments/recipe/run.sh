@@ -10,4 +10,8 @@ quarter
 vectors
 $LM sweep $Q --grid $E/search.toml --extend-vocab --embeddings "$VEC" --seeds 1 --jobs "$JOBS" \
     --out $E/search "${PAPER[@]}" "${PAPER_CONVERGE[@]}"
+# (b20-t70-lr30, b10-t70-lr30 and b20-t35-lr30 ran before the 0.3% rule existed: the first was
+# stopped by hand at epoch 90, the others ended by plain patience; README.md gives where the
+# rule would have stopped each, worked out from their metrics: the rule only decides when to
+# stop, so a run under it follows the same curve.)
 $LM report $E/search --baseline experiments/six/kenlm5
