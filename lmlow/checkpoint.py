@@ -36,7 +36,7 @@ def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
     CPUs with AMX tiles (the LSTM and softmax matmuls about 1.5x faster than fp32), else fp32."""
     if name == "auto":
         if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+            return torch.bfloat16 if cuda_has_bf16() else torch.float16
         amx = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
         return torch.bfloat16 if amx else None
     if name == "fp16" and device.type != "cuda":
@@ -44,9 +44,37 @@ def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
     if name == "bf16" and device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
         raise LmlowError("--precision bf16: this CPU has no bf16 support (AVX-512 BF16 or AMX); "
                          "use fp32")
-    if name == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+    if name == "bf16" and device.type == "cuda" and not cuda_has_bf16():
         raise LmlowError("--precision bf16: this GPU has no bf16 (it came with Ampere); use fp16")
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def cuda_has_bf16() -> bool:
+    """Whether the GPU computes in bf16 natively (Ampere and later). torch's
+    ``is_bf16_supported()`` also says yes for GPUs that only emulate it (V100, T4: any GPU that
+    can hold a bf16 tensor), where bf16 is slow; those get fp16 with loss scaling instead."""
+    try:
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:                     # a torch from before the argument (2.3 and older)
+        return torch.cuda.is_bf16_supported()
+
+
+def device_name(device: torch.device) -> str:
+    """What ran a run, for its summary: the GPU's name, or the CPU's model."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8", errors="replace"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def precision_name(dtype: torch.dtype | None) -> str:
+    return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
 
 
 def make_scaler(dtype: torch.dtype | None, device: torch.device):

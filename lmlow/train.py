@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabulary,
-                              load_checkpoint, make_scaler, model_sizes, pick_device,
-                              pick_precision, save_checkpoint)
+                              device_name, load_checkpoint, make_scaler, model_sizes, pick_device,
+                              pick_precision, precision_name, save_checkpoint)
 from lmlow.config import Config
 from lmlow.data.corpus import Corpus, head_fraction
 from lmlow.data.vocab import Vocabulary
@@ -39,7 +39,9 @@ from lmlow.model import detach_hidden
 from lmlow.progress import shown
 from lmlow.rundir import RunDir
 
-RESUME_CHANGES = ("max_epochs", "max_time", "max_steps")   # what --resume may raise
+# what --resume may change: the budget (to train longer), and where and how the arithmetic
+# runs (a GPU bf16 run may continue on a CPU in fp32; the state is saved in fp32 for that)
+RESUME_CHANGES = ("max_epochs", "max_time", "max_steps", "precision", "device", "threads")
 SYNC_EVERY = 20     # updates between the host's looks at the device's numbers (and the ranks')
 SAVE_EVERY = 600    # seconds of training between saves of last.pt within an epoch
 
@@ -173,6 +175,7 @@ class RunState:
     epoch_seconds: float = 0.0
     tokens: int = 0                 # training tokens over the whole run
     skipped: int = 0                # updates the fp16 loss scaler skipped (inf/nan gradients)
+    precisions: list = field(default_factory=list)   # the resolved precision of each session
 
 
 # --------------------------------------------------------------------------- trainer
@@ -242,6 +245,9 @@ class Trainer:
                                             fresh=resume is None)
         if resume:
             self._restore(resume)
+        here = precision_name(self.amp_dtype)
+        if not self.state.precisions or self.state.precisions[-1] != here:
+            self.state.precisions.append(here)    # a resume in another precision is recorded
         # after the restore: the held rows are the checkpoint's (the run's first values)
         mask = self.model.frozen_input_rows
         self.frozen_rows = None if mask is None else FrozenRows(self.model.encoder.weight, mask)
@@ -268,7 +274,10 @@ class Trainer:
         cuda = self.device.type == "cuda"
         return {"python": _py_state(self.rng), "torch": torch.get_rng_state(),
                 "cuda": [torch.cuda.get_rng_state(self.device)] if cuda else [],
-                "hidden": [(h.cpu(), c.cpu()) for h, c in self.hidden] if self.hidden else None}
+                # fp32 whatever the autocast dtype, so any precision can continue from it (a
+                # bf16 value is exact in fp32, and autocast casts it back to the same bits)
+                "hidden": ([(h.float().cpu(), c.float().cpu()) for h, c in self.hidden]
+                           if self.hidden else None)}
 
     def _checkpoint(self) -> dict | None:
         """Everything a resume needs, on rank 0 (None elsewhere): every rank's random state
@@ -656,6 +665,9 @@ class Trainer:
                 "train_seconds": round(self.state.train_seconds, 1), "tokens": self.state.tokens,
                 "tokens_per_s": round(self.state.tokens / max(1e-9, self.state.train_seconds)),
                 "stopped_by": self.stopped_by(),
+                "precision": precision_name(self.amp_dtype),
+                **({"precisions": self.state.precisions} if len(self.state.precisions) > 1 else {}),
+                "device": device_name(self.device), "torch": torch.__version__,
                 **self.init_report}
 
 
@@ -745,14 +757,15 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
 
 def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **changes) -> dict:
     """Continue a run from its ``last.pt``, as configured; only the budget (``max_epochs``,
-    ``max_time``, ``max_steps``) may change, e.g. raised to train longer. ``corpus``: where
+    ``max_time``, ``max_steps``; e.g. raised to train longer) and where and how it computes
+    (``precision``, ``device``, ``threads``) may change. ``corpus``: where
     the run's corpus is now, if it moved (checked against the run's fingerprint). Under
     torchrun, with as many processes as the run was trained with."""
     refused = [k for k, v in changes.items() if v is not None and k not in RESUME_CHANGES]
     if refused:
         raise LmlowError("--resume continues a run as configured; only --max-epochs, "
-                         f"--max-time and --max-steps may be given with it, not "
-                         f"--{refused[0].replace('_', '-')}")
+                         "--max-time, --max-steps, --precision, --device and --threads may be "
+                         f"given with it, not --{refused[0].replace('_', '-')}")
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise LmlowError(f"{run.path}: no such run folder")
@@ -788,8 +801,7 @@ def _on_main(world: World, context):
 
 
 def _precision(trainer: Trainer) -> str:
-    name = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[trainer.amp_dtype]
-    return name + (" with loss scaling" if trainer.scaler else "")
+    return precision_name(trainer.amp_dtype) + (" with loss scaling" if trainer.scaler else "")
 
 
 def _finish(trainer: Trainer) -> dict:
