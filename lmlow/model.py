@@ -13,6 +13,8 @@ AR and TAR are computed by the training loop from the outputs this model returns
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 import torch.nn as nn
@@ -53,14 +55,44 @@ class WeightDropLSTM(nn.Module):
         self.weight_drop = weight_drop
 
     def forward(self, x, hidden):
+        if x.is_cuda and lstm_in_fp32("cuda", torch.is_autocast_enabled("cuda"),
+                                      torch.get_autocast_dtype("cuda")):
+            # under bf16 autocast torch would run cuDNN's LSTM in fp16 without loss scaling
+            # (its autocast wrapper casts RNNs to half whatever dtype was asked for): run it in
+            # fp32 instead (TF32 tensor cores on Ampere and later), outside autocast
+            with torch.autocast("cuda", enabled=False):
+                h, c = hidden
+                return self._forward(x.float(), (h.float(), c.float()))
+        return self._forward(x, hidden)
+
+    def _forward(self, x, hidden):
         if not self.training or self.weight_drop == 0:
             return self.lstm(x, hidden)
         w = self.lstm.weight_hh_l0
         keep = torch.rand_like(w) >= self.weight_drop   # 2x faster than bernoulli_ on CPU
         w = w * keep / (1 - self.weight_drop)
-        if x.is_cuda:
+        if x.is_cuda and self.flat_layout_ok():
             return self.flat_call(x, hidden, w)
         return functional_call(self.lstm, {"weight_hh_l0": w}, (x, hidden))
+
+    def flat_layout_ok(self) -> bool:
+        """Whether the module's weight buffer has cuDNN's order (w_ih, w_hh, b_ih, b_hh at
+        increasing, non-overlapping offsets), which :meth:`flat_call` writes; checked once per
+        buffer. If a torch or cuDNN version lays it out otherwise, training falls back to the
+        plain functional call (correct, with cuDNN copying the weights at every call) and says
+        so once."""
+        offsets, total = _flat_layout(self.lstm)
+        key = (offsets[0], total, self.lstm._flat_weights[0].untyped_storage().data_ptr())
+        if getattr(self, "_layout_checked", None) != key:
+            sizes = [w.numel() for w in self.lstm._flat_weights]
+            ok = all(o + n <= nxt for o, n, nxt in zip(offsets, sizes, offsets[1:] + [total]))
+            ok = ok and len(offsets) == 4 and offsets[0] >= 0
+            if not ok:
+                warnings.warn(f"the LSTM's weight buffer is not laid out as lmlow expects "
+                              f"(offsets {offsets} of {total}); training continues with the "
+                              "plain call, which copies the weights at every update")
+            self._layout_checked, self._layout_ok = key, ok
+        return self._layout_ok
 
     def flat_call(self, x, hidden, w_hh):
         """The layer with ``w_hh`` as its hidden-to-hidden matrix, its four weights handed to
@@ -86,6 +118,14 @@ class WeightDropLSTM(nn.Module):
         views = [buf[o:o + p.numel()].view_as(p) for p, o in zip(params, offsets)]
         out, h, c = torch._VF.lstm(x, hidden, views, True, 1, 0.0, True, False, False)
         return out, (h, c)
+
+
+def lstm_in_fp32(device_type: str, autocast: bool, dtype: torch.dtype) -> bool:
+    """Whether the LSTM must leave autocast and run in fp32: on CUDA under bf16 autocast
+    (where torch's RNN autocast would compute it in fp16 with no loss scaling). Under fp16
+    autocast (pre-Ampere GPUs) cuDNN's fp16 LSTM is what the GradScaler is there for; on CPUs
+    bf16 autocast runs oneDNN's bf16 LSTM, which is bf16."""
+    return device_type == "cuda" and autocast and dtype == torch.bfloat16
 
 
 def _flat_layout(lstm: nn.LSTM) -> tuple[list[int], int]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lmlow.checkpoint import load_model
+from lmlow.checkpoint import fast_matmuls, load_model
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
@@ -35,6 +35,7 @@ class LSTMRun(Scorer):
         if batch_size is not None and batch_size < 1:
             raise LmlowError(f"--batch-size {batch_size}: must be at least 1")
         self.device = next(self.model.parameters()).device
+        fast_matmuls(self.device)                # TF32 on Ampere+ GPUs (checkpoint.py)
         self.corpus_path = Path(self.config.corpus)
         self.unk_threshold = self.config.unk_threshold
         self.batch_size = batch_size or self.config.eval_batch_size

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabulary,
-                              device_name, load_checkpoint, make_scaler, model_sizes, pick_device,
+                              device_name, fast_matmuls, load_checkpoint, make_scaler, model_sizes, pick_device,
                               pick_precision, precision_name, save_checkpoint)
 from lmlow.config import Config
 from lmlow.data.corpus import Corpus, head_fraction
@@ -201,6 +201,7 @@ class Trainer:
         self.device = device or pick_device(cfg.device)
         if cfg.deterministic:
             deterministic_kernels()
+        fast_matmuls(self.device, cfg.deterministic)
         self.columns = columns(world, cfg.batch_size)
         self.kv = None if resume else load_embeddings(cfg)  # a resumed model has its weights
         self.cfg = cfg = cfg if resume else built_config(cfg, self.kv)
@@ -232,6 +233,7 @@ class Trainer:
         self.amp_dtype = pick_precision(cfg.precision, self.device)
         self.scaler = make_scaler(self.amp_dtype, self.device)
         self.pending_loss = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.pending_skipped = torch.zeros((), dtype=torch.int64, device=self.device)
         self.first_bad = torch.full((), -1, dtype=torch.int64, device=self.device)
         self.stop: list[int] = []
         self.agreed_signal = 0
@@ -260,8 +262,12 @@ class Trainer:
             return None
         if cfg.optimizer == "sgd":
             if asgd:
+                # capturable on CUDA: its step counters live on the GPU, so an update does not
+                # wait for the device (.item() per parameter otherwise), and load_state_dict
+                # moves a resumed run's counters there too
                 return torch.optim.ASGD(self.params, lr=self.state.lr, t0=0, lambd=0.0,
-                                        weight_decay=cfg.wdecay)
+                                        weight_decay=cfg.wdecay,
+                                        capturable=self.device.type == "cuda")
             return torch.optim.SGD(self.params, lr=self.state.lr, weight_decay=cfg.wdecay)
         cls = torch.optim.Adam if cfg.optimizer == "adam" else torch.optim.AdamW
         # the fused kernel (CPU and CUDA) does the whole update in one pass per tensor
@@ -385,8 +391,11 @@ class Trainer:
         not finite (refused here, before anything is saved). On several processes, also sum
         the loss over the ranks and agree on the clock (the slowest rank's) and on a signal."""
         st, world = self.state, self.world
-        loss, bad = torch.stack([self.pending_loss, self.first_bad.double()]).cpu().tolist()
+        loss, bad, skipped = torch.stack([self.pending_loss, self.first_bad.double(),
+                                          self.pending_skipped.double()]).cpu().tolist()
         self.pending_loss.zero_()
+        self.pending_skipped.zero_()
+        st.skipped += int(skipped)
         if world.distributed:
             loss = float(all_sum(world, np.array([loss]))[0][0])
             now, (start, epoch_start) = time.time(), self.clocks or (None, None)
@@ -524,10 +533,12 @@ class Trainer:
         if cfg.clip:
             torch.nn.utils.clip_grad_norm_(self.params, cfg.clip)
         if self.scaler:
-            scale = self.scaler.get_scale()
+            # a skipped step lowers the scale; compared on the device (get_scale() would wait
+            # for it twice an update) and read with the loss every SYNC_EVERY updates
+            scale = self.scaler._scale.clone()
             self.scaler.step(self.optimizer)
             self.scaler.update()
-            st.skipped += self.scaler.get_scale() < scale     # a skipped step lowers the scale
+            self.pending_skipped += (self.scaler._scale < scale).sum()
         else:
             self.optimizer.step()
         if self.frozen_rows:

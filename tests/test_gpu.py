@@ -104,3 +104,35 @@ def test_weight_drop_hands_cudnn_one_buffer():
     ref_grads = torch.autograd.grad(ref.sum() + cref.sum(), [x, *layer.parameters()])
     assert torch.allclose(out, ref, atol=1e-5)
     assert all(torch.allclose(g, r, atol=1e-4) for g, r in zip(grads, ref_grads))
+
+
+@pytest.mark.parametrize("dtype,expected", [(torch.bfloat16, torch.float32),
+                                            (torch.float16, torch.float16)])
+def test_the_lstm_runs_in_the_dtype_the_readme_says(dtype, expected):
+    """bf16 autocast: the LSTM leaves autocast and runs in fp32 (TF32), as torch would
+    otherwise run cuDNN's LSTM in fp16 with no loss scaling; fp16 autocast: fp16 (scaled)."""
+    from lmlow.model import WeightDropLSTM
+
+    if dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported(including_emulation=False):
+        pytest.skip("this GPU has no native bf16")
+    layer = WeightDropLSTM(16, 24, 0.5).cuda().train()
+    x = torch.randn(5, 2, 16, device="cuda")
+    h = (torch.zeros(1, 2, 24, device="cuda"), torch.zeros(1, 2, 24, device="cuda"))
+    with torch.autocast("cuda", dtype=dtype):
+        out, (hn, cn) = layer(x, h)
+    assert out.dtype == hn.dtype == expected
+
+
+def test_a_resumed_nt_asgd_run_keeps_its_counters_on_the_gpu(speech_corpus, tmp_path):
+    """capturable ASGD after a resume: every state tensor, `step` included, is on the GPU."""
+    cfg = gpu(speech_corpus, optimizer="sgd", lr=1.0, max_steps=4)
+    t = Trainer(cfg, tmp_path / "r", quiet=True)
+    t.state.asgd = True
+    t.optimizer = t._make_optimizer(asgd=True)
+    t.start()
+    t.run()
+    r = Trainer(cfg, tmp_path / "r", resume=load_checkpoint(tmp_path / "r" / "last.pt"), quiet=True)
+    assert isinstance(r.optimizer, torch.optim.ASGD) and r.optimizer.defaults["capturable"]
+    devices = {v.device.type for st in r.optimizer.state.values() for v in st.values()
+               if torch.is_tensor(v)}
+    assert devices == {"cuda"}

@@ -73,3 +73,77 @@ def test_resume_refuses_what_would_change_the_run(speech_corpus, tmp_path):
     train(cfg(speech_corpus, max_steps=2), tmp_path / "r", quiet=True)
     with pytest.raises(LmlowError, match="not --lr"):
         resume(tmp_path / "r", quiet=True, lr=0.5)
+
+
+def test_the_one_buffer_call_equals_the_module_call_on_the_cpu():
+    """flat_call (the weight-dropped LSTM as cuDNN gets it on a GPU: the four weights as views
+    of one buffer, through the fused kernel) gives the outputs and gradients of the plain
+    functional call, here on the CPU; and the layout check accepts the CPU's layout."""
+    from torch.func import functional_call
+
+    from lmlow.model import WeightDropLSTM
+
+    torch.manual_seed(0)
+    layer = WeightDropLSTM(12, 16, 0.5).train()
+    x = torch.randn(9, 3, 12, requires_grad=True)
+    h = (torch.randn(1, 3, 16), torch.randn(1, 3, 16))
+    w = layer.lstm.weight_hh_l0 * 0.7
+    out, (hn, cn) = layer.flat_call(x, h, w)
+    grads = torch.autograd.grad(out.sum() + cn.sum(), [x, *layer.parameters()])
+    w = layer.lstm.weight_hh_l0 * 0.7
+    ref, (_, cref) = functional_call(layer.lstm, {"weight_hh_l0": w}, (x, h))
+    ref_grads = torch.autograd.grad(ref.sum() + cref.sum(), [x, *layer.parameters()])
+    assert torch.allclose(out, ref, atol=1e-6) and torch.allclose(cn, cref, atol=1e-6)
+    assert all(torch.allclose(g, r, atol=1e-5) for g, r in zip(grads, ref_grads))
+    assert layer.flat_layout_ok()
+
+
+def test_a_weight_buffer_in_another_order_falls_back_loudly(monkeypatch):
+    from lmlow import model
+
+    layer = model.WeightDropLSTM(4, 5, 0.5)
+    monkeypatch.setattr(model, "_flat_layout", lambda lstm: ([100, 0, 180, 200], 220))
+    with pytest.warns(UserWarning, match="not laid out as lmlow expects"):
+        assert not layer.flat_layout_ok()
+
+
+def test_the_lstm_leaves_bf16_autocast_only_on_cuda():
+    """Under CUDA bf16 autocast the LSTM must run in fp32 (torch would run cuDNN in fp16
+    without loss scaling); under fp16 autocast and on CPUs it stays in autocast."""
+    from lmlow.model import lstm_in_fp32
+
+    assert lstm_in_fp32("cuda", True, torch.bfloat16)
+    assert not lstm_in_fp32("cuda", False, torch.bfloat16)       # no autocast at all
+    assert not lstm_in_fp32("cuda", True, torch.float16)         # fp16 has its loss scaler
+    assert not lstm_in_fp32("cpu", True, torch.bfloat16)
+
+
+def test_nt_asgd_is_capturable_exactly_on_cuda(speech_corpus, tmp_path):
+    """ASGD without capturable reads its step counters with .item() at every update (a wait
+    for the GPU per parameter): on CUDA it must be capturable. Checked on the optimiser the
+    trainer builds for each device type (the parameters stay where they are)."""
+    t = Trainer(cfg(speech_corpus, optimizer="sgd", max_steps=1), tmp_path / "r", quiet=True)
+    assert t._make_optimizer(asgd=True).defaults["capturable"] is False
+    t.device = torch.device("cuda")
+    assert t._make_optimizer(asgd=True).defaults["capturable"] is True
+
+
+def test_the_loss_scaler_is_not_asked_for_its_scale_at_every_update(speech_corpus, tmp_path,
+                                                                   monkeypatch):
+    """The fp16 path (GradScaler on this CPU): get_scale() waits for the GPU, so the trainer
+    reads it only with the metrics rows, not twice an update; skipped steps are still counted
+    (a scale of 2^126 overflows the first updates)."""
+    import lmlow.train as training
+
+    monkeypatch.setattr(training, "make_scaler", lambda dtype, device: torch.amp.GradScaler(
+        "cpu", init_scale=2.0 ** 126, growth_interval=4))
+    calls = []
+    real = torch.amp.GradScaler.get_scale
+    monkeypatch.setattr(torch.amp.GradScaler, "get_scale",
+                        lambda self: calls.append(1) or real(self))
+    summary = train(cfg(speech_corpus, max_steps=30, max_epochs=1), tmp_path / "r", quiet=True)
+    ck = load_checkpoint(tmp_path / "r" / "last.pt")
+    rows = [json.loads(l) for l in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
+    assert summary["steps"] == 30 and ck["state"]["skipped"] > 0
+    saves = 2                  # the first last.pt and the last one: state_dict() reads the scale
+    assert len(calls) <= len(rows) + saves and rows[-1]["skipped_steps"] == ck["state"]["skipped"]
