@@ -33,3 +33,12 @@ def test_ddp_scaling_runs_on_the_cpu(speech_corpus):
     out = run("ddp_scaling.py", speech_corpus, "--preset", "tiny", "--steps", "20")
     lines = [line for line in out.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
     assert len(lines) == 2 and lines[0].endswith("| 1.00 |")
+
+
+def test_gpu_speed_says_in_one_line_that_there_is_no_gpu():
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    r = subprocess.run([sys.executable, str(BENCH / "gpu_speed.py")], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "no CUDA GPU" in r.stderr
