@@ -756,7 +756,11 @@ def cmd_report(args) -> None:
 
     for path in write_report(args.sweep_dir, args.baseline):
         print(f"wrote {path}")
-    print((args.sweep_dir / "results.md").read_text())
+    text = (args.sweep_dir / "results.md").read_text()
+    print(text)
+    if "**Warning: mixed precisions" in text:
+        print("lmlow: warning: " + text.split("**Warning: ", 1)[1].split(".**", 1)[0],
+              file=sys.stderr)
 
 
 def cmd_eval(args) -> None:

@@ -16,7 +16,7 @@ from lmlow.tables import markdown, to_csv
 
 COLUMNS = ["configuration", "tie", "input", "output", "unigram bias", "seeds", "trainable params",
            "frozen params", "valid ppl", "valid sd", "test ppl", "test sd", "converged",
-           "best epoch", "best minutes", "tokens/s", "minutes"]
+           "best epoch", "best minutes", "tokens/s", "minutes", "precision"]
 
 
 def run_folders(sweep_dir: Path) -> list[RunDir]:
@@ -81,9 +81,28 @@ def collect(sweep_dir: Path) -> list[dict]:
                      # per seed, for paired comparisons (experiments/claims.py)
                      "seed list": [read_json(r.config).get("seed") for r in runs],
                      "valid ppls": valid, "test ppls": test,
-                     "stopped by": [c["stopped_by"] for c in conv]})
+                     "stopped by": [c["stopped_by"] for c in conv],
+                     "precision": _precisions(summaries)})
     rows.sort(key=lambda r: -r["valid ppl"])       # as the paper's Table 1: worst first
     return rows
+
+
+def _precisions(summaries: list[dict]) -> str:
+    """What the runs of a row computed in (summary.json records it since issue 25; earlier
+    runs say only their setting, usually ``auto``, which resolved by the machine)."""
+    seen = sorted({p for s in summaries
+                   for p in (s.get("precisions") or [s.get("precision", "not recorded")])})
+    return ", ".join(seen)
+
+
+def mixed_precision(rows: list[dict]) -> str | None:
+    """A warning when a table's runs computed in different precisions."""
+    seen = sorted({p.strip() for r in rows for p in str(r.get("precision") or "").split(",")
+                   if p.strip() and p.strip() != "not recorded"})
+    if len(seen) > 1:
+        return (f"mixed precisions in one table ({', '.join(seen)}): its comparisons mix "
+                "arithmetic; pin --precision for every run")
+    return None
 
 
 def _sd(xs: list[float]) -> float | None:
@@ -106,7 +125,8 @@ def baseline_row(run_dir: Path) -> dict:
             "valid ppl": evaluation(run, "valid")["perplexity"], "valid sd": None,
             "test ppl": evaluation(run, "test")["perplexity"], "test sd": None,
             "converged": "", "best epoch": None, "best minutes": None,
-            "tokens/s": None, "minutes": cfg.get("train_seconds", 0) / 60, "runs": [str(run_dir)]}
+            "tokens/s": None, "minutes": cfg.get("train_seconds", 0) / 60, "runs": [str(run_dir)],
+            "precision": ""}
 
 
 def missing_runs(sweep_dir: Path) -> tuple[int, list[str]]:
@@ -128,6 +148,8 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None) ->
     planned, missing = missing_runs(sweep_dir)
     partial = (f"\n\n**Partial: {planned - len(missing)} of {planned} planned runs finished**; "
                f"not yet: {', '.join(missing)}." if missing else "")
+    mixed = mixed_precision(rows)
+    partial += f"\n\n**Warning: {mixed}.**" if mixed else ""
     md = sweep_dir / "results.md"
     atomic_write_text(md, f"# {sweep_dir.name}\n\nValidation and test perplexity of each run's "
                       f"best checkpoint; mean and sd over seeds. *converged*: runs (of the seeds) that ended by "

@@ -16,7 +16,7 @@ BF16 = pytest.mark.skipif(not torch.ops.mkldnn._is_mkldnn_bf16_supported(),
 
 
 def cfg(corpus, **kw):
-    return build_config("tiny", None, corpus=str(corpus), seed=3, **kw)
+    return build_config("tiny", None, corpus=str(corpus), **{"seed": 3, **kw})
 
 
 @BF16
@@ -147,3 +147,24 @@ def test_the_loss_scaler_is_not_asked_for_its_scale_at_every_update(speech_corpu
     assert summary["steps"] == 30 and ck["state"]["skipped"] > 0
     saves = 2                  # the first last.pt and the last one: state_dict() reads the scale
     assert len(calls) <= len(rows) + saves and rows[-1]["skipped_steps"] == ck["state"]["skipped"]
+
+
+def test_a_report_names_the_precisions_and_warns_when_a_table_mixes_them(speech_corpus, tmp_path,
+                                                                       capsys):
+    """Two seeds of one configuration, one in fp32 and one in bf16 (as runs made on an AMX
+    machine and on one without would be under `auto`): the report's precision column says
+    both, and report warns in results.md and on stderr."""
+    from conftest import cli
+
+    sweep = tmp_path / "sweep"
+    train(cfg(speech_corpus, precision="fp32", max_steps=2, seed=1), sweep / "tied.seed1", quiet=True)
+    second = "bf16" if torch.ops.mkldnn._is_mkldnn_bf16_supported() else "fp32"
+    train(cfg(speech_corpus, precision=second, max_steps=2, seed=2), sweep / "tied.seed2", quiet=True)
+    code, out, err = cli("report", sweep, capsys=capsys)
+    assert code == 0
+    row = json.loads((sweep / "results.json").read_text())[0]
+    assert row["precision"] == ", ".join(sorted({"fp32", second}))
+    if second == "bf16":
+        assert "mixed precisions" in (sweep / "results.md").read_text() and "mixed precisions" in err
+    else:
+        assert "mixed" not in err
