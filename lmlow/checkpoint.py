@@ -15,7 +15,7 @@ import torch
 from lmlow.config import Config
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_path
+from lmlow.files import atomic_path, require_regular
 from lmlow.frozen_rows import row_report
 from lmlow.model import AWDLSTM, count_parameters, log_unigram, pretrained_matrix
 
@@ -177,7 +177,7 @@ def save_checkpoint(obj: dict, path: Path) -> None:
 
 
 def load_checkpoint(path: Path) -> dict:
-    path = Path(path)
+    path = require_regular(Path(path))
     if not path.exists():
         raise LmlowError(f"{path}: no such checkpoint")
     try:

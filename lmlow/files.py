@@ -12,6 +12,7 @@ import errno
 import json
 import math
 import os
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -28,13 +29,65 @@ def temporary_path(path: Path) -> Path:
     return Path(f"{path}.tmp{os.getpid()}")
 
 
+def refuse_link(path: Path) -> None:
+    """A name lmlow writes in a folder it may not have made must not be a symbolic link (a
+    write would go where it points: `.lock -> /etc/passwd`) or anything but a regular file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise LmlowError(f"{path}: a symbolic link where lmlow keeps its own file; lmlow does "
+                         "not write through links: remove it")
+    if not stat.S_ISREG(st.st_mode):
+        raise LmlowError(f"{path}: not a regular file (a FIFO, device or folder) where lmlow "
+                         "keeps its own file: remove it")
+
+
+def require_regular(path: Path) -> Path:
+    """A file lmlow is about to read must be a regular file (a FIFO would hang the reader)."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return path                     # the reader says "no such file" in its own words
+    if not stat.S_ISREG(st.st_mode):
+        raise LmlowError(f"{path}: not a regular file (a FIFO, device or folder); refusing to "
+                         "read it")
+    return path
+
+
+def open_own(path: Path, mode: str = "a"):
+    """Open a file lmlow owns in a run folder for appending ("a") or locking ("a+") without
+    following a symbolic link, and only if it is a regular file: one line otherwise."""
+    flags = os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags |= os.O_RDWR if "+" in mode else os.O_WRONLY
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            refuse_link(path)
+        if e.errno in WRITE_ERRORS:
+            raise LmlowError(f"{path}: cannot write ({e.strerror})") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        refuse_link(path)
+    return os.fdopen(fd, mode, encoding="utf-8")
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces ``path`` in one rename, on
-    failure it is removed and ``path`` is untouched."""
+    failure it is removed and ``path`` is untouched. The temporary name is created afresh
+    (a link planted under it is removed first, not written through); the rename replaces a
+    link at ``path`` itself, never what it points to."""
     path = Path(path)
     tmp = temporary_path(path)
     try:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644))
         yield tmp
         os.replace(tmp, path)
     except OSError as e:
@@ -73,7 +126,7 @@ def _clean(x):
 
 def read_json(path: Path) -> dict:
     """A JSON file lmlow wrote, with a one-line error if it is missing or damaged."""
-    path = Path(path)
+    path = require_regular(path)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -84,7 +137,7 @@ def read_json(path: Path) -> dict:
 
 def read_jsonl(path: Path) -> list[dict]:
     """The rows of a JSON-lines file (none if it does not exist)."""
-    path = Path(path)
+    path = require_regular(path)
     if not path.exists():
         return []
     rows = []
@@ -98,7 +151,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def append_jsonl(path: Path, row: dict) -> None:
-    with open(path, "a", encoding="utf-8") as f:
+    with open_own(path, "a") as f:
         f.write(to_json(row) + "\n")
 
 

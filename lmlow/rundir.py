@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_write_json, read_json, read_jsonl
+from lmlow.files import atomic_write_json, open_own, read_json, read_jsonl, refuse_link
 
 LSTM, NGRAM = "lstm", "ngram"
 _HELD: set[Path] = set()       # lock files this process holds (flock: one per open file)
@@ -224,6 +224,12 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=True)
         return self
 
+    def refuse_links(self) -> None:
+        """Before writing into a folder lmlow may not have made: none of the names it writes
+        or locks is a symbolic link or anything but a regular file (one line otherwise)."""
+        for name in (*self.OWN_FILES, self.LOCK):
+            refuse_link(self.path / name)
+
     # ---- who trains this run
     @property
     def lock_file(self) -> Path:
@@ -233,8 +239,9 @@ class RunDir:
         """``pid P on HOST`` if a live process holds this run's lock, else None."""
         if not self.lock_file.exists() or self.lock_file.resolve() in _HELD:
             return None
-        try:
-            f = open(self.lock_file)                  # read-only: works in a read-only folder
+        try:                                          # read-only: works in a read-only folder
+            f = os.fdopen(os.open(self.lock_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK),
+                          encoding="utf-8", errors="replace")
         except OSError:
             return None
         with f:
@@ -263,7 +270,8 @@ class RunDir:
         lock is removed again if nothing else was written into it."""
         created = not self.path.exists()
         self.create()
-        f = open(self.lock_file, "a+")
+        self.refuse_links()
+        f = open_own(self.lock_file, "a+")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
