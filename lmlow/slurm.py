@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import shlex
 import signal
 import socket
@@ -122,13 +123,38 @@ def grace(opts: SlurmOptions) -> int:
     return int(min(opts.grace, limit * 60 / 4)) if limit else opts.grace
 
 
+def _safe(what: str, value, quotes_ok: bool = False) -> str:
+    """A value for the job script: no newline or other control character (it would end the
+    `#SBATCH` comment, or the setup line, and start a shell line of its own), and in an
+    `#SBATCH` value no double quote or backslash (sbatch reads the value in double quotes);
+    one line naming the option otherwise."""
+    text = str(value)
+    bad = [c for c in text if ord(c) < 32 or ord(c) == 127 or (not quotes_ok and c in '"\\')]
+    if bad:
+        raise LmlowError(f"{what} {text!r}: contains {bad[0]!r}; a SLURM job script cannot "
+                         "carry it safely")
+    return text
+
+
+def _directive(flag: str, value, what: str | None = None) -> str:
+    """``#SBATCH --flag="value"``: quoted, so a path with spaces stays one argument."""
+    return f'#SBATCH --{flag}="{_safe(what or "--" + flag, value)}"'
+
+
 def job_script(out: Path, runs_file: Path, n: int, opts: SlurmOptions) -> str:
     out = Path(out).resolve()
+    if opts.mem and not re.fullmatch(r"[1-9][0-9]*[KMGT]?", str(opts.mem)):
+        raise LmlowError(f"--mem {opts.mem!r}: expected a number with an optional unit K, M, G "
+                         "or T (SLURM's format, e.g. 16G)")
+    for arg in opts.sbatch_args:
+        _safe("--sbatch-arg", arg)
+    for line in opts.setup:                  # the user's own shell lines: one line each
+        _safe("--slurm-setup", line, quotes_ok=True)
     throttle = f"%{opts.array_parallelism}" if opts.array_parallelism else ""
     lines = ["#!/bin/bash",
-             f"#SBATCH --job-name=lmlow-{out.name}",
+             _directive("job-name", f"lmlow-{out.name}", "--out"),
              f"#SBATCH --array=0-{n - 1}{throttle}",
-             f"#SBATCH --output={out}/logs/slurm-%A_%a.out",
+             _directive("output", f"{out}/logs/slurm-%A_%a.out", "--out"),
              "#SBATCH --open-mode=append",
              "#SBATCH --requeue",
              f"#SBATCH --signal=B:USR1@{grace(opts)}"]
@@ -136,7 +162,7 @@ def job_script(out: Path, runs_file: Path, n: int, opts: SlurmOptions) -> str:
                         ("cpus-per-task", opts.cpus_per_run), ("mem", opts.mem),
                         ("account", opts.account), ("qos", opts.qos)):
         if value:
-            lines.append(f"#SBATCH --{flag}={value}")
+            lines.append(_directive(flag, value))
     if opts.gpus_per_run:
         lines.append(f"#SBATCH --gres=gpu:{opts.gpus_per_run}")
     lines += [f"#SBATCH {a}" for a in opts.sbatch_args]
@@ -156,6 +182,7 @@ def submit(runs, out: Path, opts: SlurmOptions, log=print) -> str | None:
 
     if opts.time:
         minutes(opts.time)       # a bad limit is refused before anything is written
+    job_script(Path(out), Path(out) / DIR / "check.runs", 1, opts)   # every value, before writing
     _program("sbatch")
     out = Path(out)
     record_plan(runs, out)

@@ -8,6 +8,7 @@ configuration in the paper's terms. Every run is started as a ``lmlow train`` co
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -95,11 +96,32 @@ def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:
     return [(n, check_settings(dict(s), f"{path} [runs.{n}]"), {}) for n, s in runs.items()]
 
 
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
+
+
+def check_run_name(name: str, out: Path) -> None:
+    """A grid's run name becomes a folder inside the sweep folder: letters, digits and
+    ``. _ + = -``, not starting with ``.`` or ``-``, no ``..`` (so no ``/``, no way out of the
+    folder, nothing a shell or SLURM would read as more than a name)."""
+    if not SAFE_NAME.fullmatch(name) or ".." in name:
+        raise LmlowError(f"run name {name!r}: use letters, digits and . _ + = - (not first: . "
+                         "or -; no '..'), so that it is one folder inside the sweep folder")
+    folder = (Path(out) / name).resolve()
+    if folder.parent != Path(out).resolve():
+        raise LmlowError(f"run name {name!r}: its folder would not be inside {out}")
+
+
 def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
          embeddings: list[str], values: list[str] | None, extra: dict,
          unigram: bool = False) -> list[Run]:
     runs = []
+    if len(set(seeds)) != len(seeds):
+        raise LmlowError(f"--seeds {','.join(map(str, seeds))}: a seed is listed twice")
+    bad = [s for s in seeds if not 0 <= s <= 4294967295]
+    if bad:
+        raise LmlowError(f"--seeds: {bad[0]} is outside [0, 4294967295]")
     for name, settings, labels in grid(grid_name, embeddings, values):
+        check_run_name(name, out)
         settings = {"corpus": str(corpus), **extra, **settings}
         if unigram and "unigram" not in settings.get("init", ()):
             settings["init"] = (*settings.get("init", ("random",)), "unigram")

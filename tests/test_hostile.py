@@ -54,3 +54,48 @@ def test_a_fifo_checkpoint_is_refused_not_read(stopped_run, tmp_path):
     r = subprocess.run([sys.executable, "-m", "lmlow.cli", "eval", str(run)], capture_output=True,
                        text=True, timeout=120, env={**os.environ})
     assert r.returncode == 1 and "not a regular file" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("name", ["../../escape", "/abs/path", "a/b", "$(touch pwned)", "-rf",
+                                  ".hidden", "x..y", "semi;colon"])
+def test_a_grid_run_name_cannot_leave_the_sweep_folder(name, speech_corpus, tmp_path):
+    grid = tmp_path / "grid.toml"
+    grid.write_text(f'[runs."{name}"]\ntie = true\n')
+    out = tmp_path / "sweep"
+    r = lmlow("sweep", speech_corpus, "--grid", grid, "--preset", "tiny", "--max-steps", "1",
+              "--out", out)
+    assert r.returncode == 1 and f"run name {name!r}" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists() and not (tmp_path / "escape").exists() and not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("seeds,message", [("1,1", "listed twice"), ("-1", "outside"),
+                                           ("99999999999", "outside")])
+def test_sweep_seeds_are_checked_before_anything_is_written(seeds, message, speech_corpus, tmp_path):
+    r = lmlow("sweep", speech_corpus, "--grid", "six", "--preset", "tiny", "--seeds", seeds,
+              "--out", tmp_path / "s")
+    assert r.returncode == 1 and message in r.stderr and not (tmp_path / "s").exists()
+
+
+def test_hostile_values_never_run_as_shell_lines_in_the_job_script(tmp_path):
+    """A newline in --account (or any value) is refused; a sweep folder whose name holds
+    spaces and `$(...)` is quoted in the #SBATCH lines and the exec line: the script, run by
+    bash as SLURM would, executes nothing of it."""
+    from lmlow.errors import LmlowError
+    from lmlow.slurm import SlurmOptions, job_script
+
+    runs = tmp_path / "runs.txt"
+    runs.write_text("")
+    for opts in (SlurmOptions(account="acct\ntouch pwned"), SlurmOptions(partition='p" x'),
+                 SlurmOptions(mem="lots of it"), SlurmOptions(setup=["module load x\rtouch y"]),
+                 SlurmOptions(sbatch_args=["--comment=a\nb"])):
+        with pytest.raises(LmlowError, match="--"):
+            job_script(tmp_path / "s", runs, 2, opts)
+    out = tmp_path / "sweep $(touch pwned) `touch pwned2`"
+    script = job_script(out, runs, 2, SlurmOptions(account="a b", mem="16G"))
+    assert f'#SBATCH --output="{out.resolve()}/logs/slurm-%A_%a.out"' in script
+    assert '#SBATCH --account="a b"' in script
+    path = tmp_path / "job.sh"
+    path.write_text(script)
+    subprocess.run(["bash", str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                   env={**os.environ, "SLURM_ARRAY_TASK_ID": "0"})
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
