@@ -903,8 +903,24 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is, so its cleanup runs (temporary files removed,
+    child programs killed) as for Ctrl-C; not an Exception, so nothing swallows it."""
+
+
+def _terminate(signum, _frame):
+    raise Terminated()
+
+
 def _run(args) -> int:
     """The command's exit code: its one-line error, if any, printed."""
+    import signal
+
+    if args.func not in (cmd_train, cmd_sweep, cmd_sweep_task):    # those stop in their own way
+        try:
+            signal.signal(signal.SIGTERM, _terminate)
+        except ValueError:                   # not the main thread (a library caller)
+            pass
     try:
         args.func(args)
     except LmlowError as e:
@@ -919,6 +935,9 @@ def _run(args) -> int:
     except KeyboardInterrupt:
         print("lmlow: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("lmlow: terminated (SIGTERM); nothing partial was kept", file=sys.stderr)
+        return 143
     return 0
 
 

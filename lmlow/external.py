@@ -29,12 +29,27 @@ def last_line(stderr: str) -> str:
     return lines[-1] if lines else ""
 
 
+def die_with_parent() -> None:
+    """For ``preexec_fn``: the child gets SIGKILL when lmlow dies, however it dies (kill -9
+    included), so no estimator runs on as an orphan writing into a folder lmlow gave up.
+    Linux's PR_SET_PDEATHSIG; elsewhere nothing (the child then outlives a killed lmlow)."""
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)       # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
 def run_program(cmd: list, what: str, message: Callable[[str], str] = last_line,
                 check: bool = True) -> subprocess.CompletedProcess:
     """Run ``cmd`` capturing its output. With ``check``, a non-zero exit raises a one-line
-    error: ``what`` failed, with ``message(stderr)`` (the program's own explanation)."""
+    error: ``what`` failed, with ``message(stderr)`` (the program's own explanation). The child
+    dies with lmlow (:func:`die_with_parent`); if lmlow is interrupted (SIGINT, or SIGTERM
+    through the CLI's handler) the child is killed before the exception goes on."""
     done = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, errors="replace")
+                          text=True, errors="replace", preexec_fn=die_with_parent)
     if check and done.returncode != 0:
         raise LmlowError(f"{what} failed: {message(done.stderr) or f'exit status {done.returncode}'}")
     return done

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from lmlow.config import check_values, setting, yes_no
 from lmlow.data.corpus import count_words
 from lmlow.data.textio import EOS, UNK, iter_lines
 from lmlow.errors import LmlowError
-from lmlow.external import find_program, last_line, run_program
+from lmlow.external import die_with_parent, find_program, last_line, run_program
 from lmlow.files import atomic_path, refuse_overwrite
 from lmlow.progress import epochs_bar, progress
 
@@ -123,7 +124,8 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     if len(vocab) < 2:
         raise LmlowError(f"no two words occur {cfg.min_count} times or more; lower --min-count")
     threads = cfg.threads or os.cpu_count() or 1
-    with tempfile.TemporaryDirectory(prefix="lmlow-glove-", dir=work_dir) as tmp:
+    remove_stale_work(work_dir)
+    with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=work_dir) as tmp:
         tmp = Path(tmp)
         _write_vocab(vocab, counts, tmp / "glove-vocab.txt")
         _write_text(texts, tmp / "text.txt", sum(counts.values()), show_progress, cfg.eos)
@@ -144,6 +146,29 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
                          round(peak), asdict(cfg) | {"epochs": cfg.resolved_epochs(),
                                                      "threads": threads}, costs)
     return kv, report
+
+
+WORK_PREFIX = "lmlow-glove-"     # + the owner's pid: a folder whose owner died can be reclaimed
+
+
+def remove_stale_work(work_dir: Path | None) -> None:
+    """Delete the co-occurrence folders of `lmlow embed` runs that were killed (their pid no
+    longer runs): a killed run cannot clean up after itself, the next one does."""
+    root = Path(work_dir or tempfile.gettempdir())
+    for p in root.glob(f"{WORK_PREFIX}*"):
+        m = re.match(re.escape(WORK_PREFIX) + r"(\d+)-", p.name)
+        if m and p.is_dir() and not p.is_symlink() and not _alive(int(m.group(1))):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _write_vocab(vocab: dict[str, int], counts: Counter, path: Path) -> None:
@@ -177,15 +202,21 @@ def _fit(tmp: Path, cfg: GloveConfig, threads: int, unk_vector: bool, show_progr
            cfg.resolved_epochs(), threads, cfg.x_max, cfg.alpha, cfg.learning_rate,
            int(unk_vector), cfg.seed]
     costs, tail = [], []
-    proc = subprocess.Popen([str(c) for c in cmd], stderr=subprocess.PIPE, text=True, errors="replace")
+    proc = subprocess.Popen([str(c) for c in cmd], stderr=subprocess.PIPE, text=True,
+                            errors="replace", preexec_fn=die_with_parent)
     bar = epochs_bar(range(cfg.resolved_epochs()), "GloVe epochs", show_progress)
-    with bar:
-        for line in proc.stderr:
-            tail = (tail + [line.strip()])[-3:]
-            m = re.match(r"iter: *(\d+), cost: *([-+0-9.eEnaif]+)", line)
-            if m:
-                costs.append(float(m.group(2)))
-                bar.update(1)
+    try:
+        with bar:
+            for line in proc.stderr:
+                tail = (tail + [line.strip()])[-3:]
+                m = re.match(r"iter: *(\d+), cost: *([-+0-9.eEnaif]+)", line)
+                if m:
+                    costs.append(float(m.group(2)))
+                    bar.update(1)
+    except BaseException:            # Ctrl-C or SIGTERM: the trainer goes with lmlow
+        proc.kill()
+        proc.wait()
+        raise
     if proc.wait() != 0:
         raise LmlowError(f"glove-train failed (exit {proc.returncode}): {' / '.join(tail)}")
     if costs and not np.isfinite(costs[-1]):

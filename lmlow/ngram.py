@@ -36,7 +36,7 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import LN10, Scorer
 from lmlow.external import find_program, run_program
-from lmlow.files import atomic_path, atomic_write_json, read_json
+from lmlow.files import atomic_path, atomic_write_json, read_json, temporary_path
 from lmlow.rundir import NGRAM, RunDir
 
 MAX_ORDER = 6                      # KENLM_MAX_ORDER of build_binary and the kenlm module
@@ -149,9 +149,26 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
                              "training reserves (KenLM's sentence boundaries and lmlow's <unk> "
                              "stand-in); replace it in the corpus")
     train_ids = head_fraction(corpus.encode("train").ids, train_fraction, vocab.eos_id)  # checked first
-    run.create().clear()
-    text = out_dir / "train.lmplz.txt"
-    raw_arpa = out_dir / "model.lmplz.arpa"
+    with run.lock():                       # one estimator per folder; checked again under it
+        run.check_new(force)
+        run.remove_stale_temporaries()
+        run.clear()
+        return _estimate(run, corpus_dir, vocab, train_ids, lmplz, build_binary, order,
+                         unk_threshold, memory, prune, quiet, extend_vocab, embeddings,
+                         train_fraction)
+
+
+def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, order,
+              unk_threshold, memory, prune, quiet, extend_vocab, embeddings,
+              train_fraction) -> NgramConfig:
+    """lmplz and build_binary into temporary names, renamed into place only when both have
+    finished (summary.json last): a run killed at any point leaves no half model under a final
+    name, and its temporaries (``*.tmpPID``, lmplz's ``lmplz-tmp-*``) are cleared by the next
+    run, which needs no --force (an unfinished n-gram run has nothing to resume)."""
+    out_dir = run.path
+    text = temporary_path(out_dir / "train.lmplz.txt")
+    raw_arpa = temporary_path(out_dir / "model.lmplz.arpa")
+    arpa, binary_file = temporary_path(run.arpa), temporary_path(run.binary)
     start = time.time()
     try:
         write_training_text(vocab, train_ids, text)
@@ -164,25 +181,32 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
         lmplz_seconds = time.time() - t0
         if fallback:
             cmd.append("--discount_fallback")
-        rename_unk(raw_arpa, run.arpa, has_unk=vocab.counts[vocab.unk_id] > 0)
-    finally:
+        rename_unk(raw_arpa, arpa, has_unk=vocab.counts[vocab.unk_id] > 0)
         text.unlink(missing_ok=True)
         raw_arpa.unlink(missing_ok=True)
-    binary = [build_binary, str(run.arpa), str(run.binary)]
-    run_program(binary, "build_binary", kenlm_message)
-    vocab.save(run.vocab, with_counts=True)
-    cfg = NgramConfig(corpus=str(corpus_dir), order=order, unk_threshold=unk_threshold,
-                      memory=memory, prune=prune, discount_fallback=fallback is not None,
-                      discount_fallback_reason=fallback, lmplz_command=shlex.join(cmd),
-                      build_binary_command=shlex.join(binary),
-                      train_seconds=round(time.time() - start, 2),
-                      lmplz_seconds=round(lmplz_seconds, 2),
-                      lmplz_peak_rss_mb=peak_rss_mb(stderr), extend_vocab=extend_vocab,
-                      embeddings=str(embeddings) if extend_vocab else None,
-                      train_fraction=train_fraction)
-    atomic_write_json(run.config, asdict(cfg), indent=2)
-    atomic_write_json(run.summary_file, {"run_dir": str(out_dir), "kind": NGRAM,
-                                         "train_seconds": cfg.train_seconds})
+        binary = [build_binary, str(arpa), str(binary_file)]
+        run_program(binary, "build_binary", kenlm_message)
+        cmd = [str(run.arpa if c == str(arpa) else c) for c in cmd]       # the names it keeps
+        binary = [build_binary, str(run.arpa), str(run.binary)]
+        vocab.save(run.vocab, with_counts=True)
+        cfg = NgramConfig(corpus=str(Path(corpus_dir).resolve()), order=order,
+                          unk_threshold=unk_threshold, memory=memory, prune=prune,
+                          discount_fallback=fallback is not None,
+                          discount_fallback_reason=fallback, lmplz_command=shlex.join(cmd),
+                          build_binary_command=shlex.join(binary),
+                          train_seconds=round(time.time() - start, 2),
+                          lmplz_seconds=round(lmplz_seconds, 2),
+                          lmplz_peak_rss_mb=peak_rss_mb(stderr), extend_vocab=extend_vocab,
+                          embeddings=str(Path(embeddings).resolve()) if extend_vocab else None,
+                          train_fraction=train_fraction)
+        atomic_write_json(run.config, asdict(cfg), indent=2)
+        os.replace(arpa, run.arpa)
+        os.replace(binary_file, run.binary)
+        atomic_write_json(run.summary_file, {"run_dir": str(out_dir), "kind": NGRAM,
+                                             "train_seconds": cfg.train_seconds})
+    finally:
+        for p in (text, raw_arpa, arpa, binary_file, *out_dir.glob("lmplz-tmp-*")):
+            p.unlink(missing_ok=True)
     return cfg
 
 

@@ -211,12 +211,13 @@ class RunDir:
 
     def never_started(self) -> bool:
         """Only files lmlow writes before a run's first checkpoint (a run killed while it was
-        being set up): starting it again needs no --force."""
+        being set up), or the pieces of an n-gram estimate that never finished (an n-gram run
+        has nothing to resume): starting it again needs no --force."""
         if self.best.exists() or self.last.exists() or self.finished or self.metrics_file.exists():
             return False
-        early = {self.CONFIG, self.VOCAB, self.DATA, self.LOCK}
+        early = {self.CONFIG, self.VOCAB, self.DATA, self.LOCK, self.ARPA, self.BINARY}
         return all(p.name in early or p.name.startswith(self.STASH) or ".tmp" in p.name
-                   for p in self.path.iterdir())
+                   or p.name.startswith("lmplz-tmp-") for p in self.path.iterdir())
 
     def create(self) -> "RunDir":
         if self.path.exists() and not self.path.is_dir():

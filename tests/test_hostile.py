@@ -99,3 +99,82 @@ def test_hostile_values_never_run_as_shell_lines_in_the_job_script(tmp_path):
     subprocess.run(["bash", str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                    env={**os.environ, "SLURM_ARRAY_TASK_ID": "0"})
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+
+
+def _children_alive(marker: str) -> list[str]:
+    """Command lines of running processes that mention ``marker`` (an output path)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if marker in cmd:
+                out.append(cmd)
+    return out
+
+
+def _start_and_kill(args, ready, sig, timeout=120):
+    """Start ``lmlow ARGS``, wait until ``ready()`` says it is in the middle, send ``sig``."""
+    import signal
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "lmlow.cli", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.time() + timeout
+    while not ready() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "finished before it could be killed: " + proc.stderr.read()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    time.sleep(0.5)                          # a child's death signal is delivered by now
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_killed_ngram_leaves_no_model_and_no_orphan(sig, tmp_path):
+    """SIGTERM or kill -9 in the middle of `lmlow ngram`: no model.arpa/model.bin/summary.json
+    under their final names, no lmplz or build_binary left running, and the same command
+    then works without --force."""
+    import signal
+    from pathlib import Path
+    corpus = Path(__file__).resolve().parents[1] / "corpora" / "pydocs-mini"
+    out = tmp_path / "kn"
+    args = ["ngram", corpus, "--order", "5", "--out", out, "--quiet"]
+    ready = lambda: out.is_dir() and any(".tmp" in p.name or p.name.startswith("lmplz-tmp-")
+                                         for p in out.iterdir())
+    code, err = _start_and_kill(args, ready, getattr(signal, sig))
+    assert code == (143 if sig == "SIGTERM" else -9), err
+    if sig == "SIGTERM":
+        assert "Traceback" not in err and "terminated" in err
+    names = {p.name for p in out.iterdir()} if out.exists() else set()
+    assert not names & {"model.arpa", "model.bin", "summary.json"}
+    assert not _children_alive(str(out))
+    again = lmlow(*args)
+    assert again.returncode == 0, again.stderr
+    assert {"model.arpa", "model.bin", "summary.json"} <= {p.name for p in out.iterdir()}
+    assert not [p for p in out.iterdir() if ".tmp" in p.name or p.name.startswith("lmplz-tmp-")]
+
+
+def test_a_killed_embed_takes_glove_with_it_and_its_work_is_reclaimed(tmp_path):
+    """kill -9 of `lmlow embed` while glove-train runs: glove-train dies too (it used to run
+    on as an orphan), no vector file is written, and the next embed removes the dead run's
+    co-occurrence folder."""
+    import signal
+    from pathlib import Path
+    text = Path(__file__).resolve().parents[1] / "corpora" / "pydocs-mini" / "pretrain.txt.gz"
+    work = tmp_path / "work"
+    work.mkdir()
+    out = tmp_path / "v.txt"
+    args = ["embed", text, "--out", out, "--dim", "50", "--epochs", "200", "--threads", "1",
+            "--tmp-dir", work]
+    ready = lambda: any("glove-train" in c for c in _children_alive(str(work)))
+    code, _ = _start_and_kill(args, ready, signal.SIGKILL, timeout=300)
+    assert code == -9
+    assert not _children_alive(str(work)) and not out.exists()
+    left = list(work.iterdir())
+    assert len(left) == 1 and left[0].name.startswith("lmlow-glove-")
+    from lmlow.glove import remove_stale_work
+    remove_stale_work(work)
+    assert not list(work.iterdir())
