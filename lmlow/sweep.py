@@ -191,6 +191,8 @@ def load_plan(out: Path) -> list[Run] | None:
 def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
             log=print) -> list[tuple[Run, int]]:
     """Run the unfinished runs, ``jobs`` at a time with the CPU cores split between them."""
+    import lmlow.runs  # noqa: F401  (scoring's modules now: a sweep runs for days, and lmlow
+    #                    upgraded on disk meanwhile must not mix two versions in this process)
     record_plan(runs, out)
     lmlow = [sys.executable, "-m", "lmlow.cli"]
     unfinished = [r for r in runs if not RunDir(out / r.folder).finished]

@@ -77,7 +77,7 @@ def test_a_slurm_sweep_with_a_requeued_task_ends_as_the_local_one(cluster, speec
                       "--cpus-per-run", "1", "--time", "20")
     assert "submitted job array" in submitted.stdout
     script = next((sl / "slurm").glob("array-*.sh")).read_text()
-    assert "#SBATCH --array=0-3" in script and "#SBATCH --cpus-per-task=1" in script
+    assert "#SBATCH --array=0-3" in script and "#SBATCH --cpus-per-task=\"1\"" in script
 
     # preempt one task once it has saved an epoch: SLURM sends SIGTERM and queues it again
     victim = sl / "untied.seed1"
