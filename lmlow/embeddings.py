@@ -68,6 +68,7 @@ def load_vectors(path: Path, allow_pickle: bool = False):
         raise LmlowError(f"{path}: cannot read {fmt} vectors ({type(e).__name__}: {e})") from None
     if fmt in ("glove", "word2vec-text"):
         _check_duplicates(path, kv, header=fmt == "word2vec-text")
+        _drop_bom(path, kv)
     bad = np.flatnonzero(~np.isfinite(kv.vectors).all(axis=1))
     if len(bad):
         where = f":{bad[0] + 1 + (fmt == 'word2vec-text')}" if fmt in ("glove", "word2vec-text") else ""
@@ -105,13 +106,30 @@ def check_text_vectors(path: Path, header: bool) -> None:
                     raise LmlowError(f"{path}:{lineno}: vector of {fields[0]!r} has NaN or infinite values")
 
 
+def _drop_bom(path: Path, kv) -> None:
+    """A byte-order mark at the start of a text vector file is part of gensim's first word:
+    give the vector to the word itself."""
+    from lmlow.data.textio import BOM, note_bom
+    first = kv.index_to_key[0]
+    if first.startswith(BOM):
+        note_bom(path)
+        kv.index_to_key[0] = first[1:]
+        kv.key_to_index = {w: i for i, w in enumerate(kv.index_to_key)}
+
+
 def _check_duplicates(path: Path, kv, header: bool) -> None:
-    """gensim keeps the first of duplicate words silently; a user should hear about it."""
+    """gensim keeps the first of duplicate words silently, and fills a line with fewer
+    numbers than the others from what it has: a user should hear about both, with the line."""
     seen = set()
     with open_binary(path) as f:
         for lineno, raw in enumerate(f, 1):
             if header and lineno == 1:
                 continue
+            fields = raw.split()
+            if len(fields) - 1 != kv.vector_size:
+                raise LmlowError(f"{path}:{lineno}: {len(fields) - 1} values for "
+                                 f"{decode_line(path, lineno, fields[0]) if fields else ''!r}, "
+                                 f"expected {kv.vector_size} (inconsistent dimensions)")
             word = raw.split(b" ", 1)[0]
             if word in seen:
                 raise LmlowError(f"{path}:{lineno}: duplicate word {decode_line(path, lineno, word)!r}")

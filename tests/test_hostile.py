@@ -178,3 +178,31 @@ def test_a_killed_embed_takes_glove_with_it_and_its_work_is_reclaimed(tmp_path):
     from lmlow.glove import remove_stale_work
     remove_stale_work(work)
     assert not list(work.iterdir())
+
+
+def test_a_vector_line_with_fewer_numbers_is_refused_with_its_line(tmp_path):
+    """`was 0.5` among 3-d vectors used to load, gensim filling every dimension with 0.5."""
+    from lmlow.embeddings import load_vectors
+    from lmlow.errors import LmlowError
+    vec = tmp_path / "v.txt"
+    vec.write_text("the 0.1 0.2 0.3\nwas 0.5\nis 0.3 0.2 0.1\n")
+    with pytest.raises(LmlowError, match=r"v.txt:2: 1 values for 'was', expected 3"):
+        load_vectors(vec)
+
+
+def test_a_byte_order_mark_does_not_make_a_new_word(tmp_path, capsys):
+    """A UTF-8 BOM at the start of a vector file or a corpus split used to make the first
+    word `\\ufeffthe`: it lost its vector, and the vocabulary gained a word. Now it is the
+    word itself, with a note."""
+    from conftest import write_corpus
+
+    from lmlow.data.corpus import Corpus
+    from lmlow.embeddings import load_vectors
+    vec = tmp_path / "v.txt"
+    vec.write_bytes("\ufeffthe 0.1 0.2\nis 0.3 0.4\n".encode("utf-8"))
+    kv = load_vectors(vec)
+    assert "the" in kv.key_to_index and kv["the"].tolist() == pytest.approx([0.1, 0.2])
+    root = write_corpus(tmp_path / "c", "\ufeffthe cat is\nthe dog\n", "the cat\n", "is\n")
+    corpus = Corpus(root, show_progress=False)
+    assert "\ufeffthe" not in corpus.vocab and corpus.vocab.counts[corpus.vocab.index["the"]] == 2
+    assert "byte-order mark" in capsys.readouterr().err

@@ -10,6 +10,7 @@ every line when the text is read, so ``<eos>`` itself may not appear in the text
 from __future__ import annotations
 
 import gzip
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -68,11 +69,27 @@ def _refuse_binary(path: Path, f) -> None:
         raise LmlowError(f"{path}:{line}: binary file (NUL byte); expected UTF-8 text")
 
 
+BOM = "\ufeff"
+_NOTED: set[str] = set()
+
+
+def note_bom(path: Path) -> None:
+    """Say once per file that a UTF-8 byte-order mark was dropped (it would have made the first
+    word another word: `\ufeffthe`)."""
+    if str(path) not in _NOTED:
+        _NOTED.add(str(path))
+        print(f"lmlow: note: {path}: starts with a UTF-8 byte-order mark; ignored", file=sys.stderr)
+
+
 def decode_line(path: Path, lineno: int, raw: bytes) -> str:
     if b"\0" in raw:
         raise LmlowError(f"{path}:{lineno}: binary file (NUL byte); expected UTF-8 text")
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
+        if lineno == 1 and text.startswith(BOM):
+            note_bom(path)
+            text = text[1:]
+        return text
     except UnicodeDecodeError as e:
         raise LmlowError(f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at "
                          f"column {e.start + 1})") from None
