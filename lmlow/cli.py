@@ -715,7 +715,7 @@ def cmd_sweep(args) -> None:
             print(f"`lmlow sweep {args.out} --status` shows progress; the same sweep command "
                   "submits what is neither finished nor queued")
         return
-    results = execute(runs, args.out, args.jobs)
+    results = execute(runs, args.out, args.jobs, threads=extra.get("threads"))
     failed = [r.folder for r, code in results if code not in (0, ELSEWHERE)]
     if failed:
         raise LmlowError(f"{len(failed)} runs failed ({', '.join(failed[:3])}...); see "

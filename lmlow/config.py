@@ -328,6 +328,8 @@ def load_table(path: Path) -> dict:
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except FileNotFoundError:
         raise LmlowError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise LmlowError(f"{path}: is a folder; expected a .toml or .json settings file") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise LmlowError(f"{path}: not a valid config file ({e})") from None
     if not isinstance(data, dict):

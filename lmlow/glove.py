@@ -112,6 +112,8 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     """Train vectors on ``texts``; return (gensim KeyedVectors, GloveReport). Temporary files
     (the text, about 16 bytes per co-occurring pair, twice) go to ``work_dir``."""
     cfg.validate()
+    if work_dir is not None and not Path(work_dir).is_dir():
+        raise LmlowError(f"--tmp-dir {work_dir}: no such folder")
     texts = [Path(t) for t in texts]
     t0 = time.time()
     counts = Counter()

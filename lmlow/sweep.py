@@ -213,8 +213,8 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
                 log(f"{'done (elsewhere)' if done else 'running elsewhere'} {run.folder}")
                 results.append((run, 0 if done else ELSEWHERE))
                 continue
-            if "--resume" not in cmd:
-                cmd += ["--threads", str(per_job)]
+            if "--resume" not in cmd and not run.settings.get("threads"):
+                cmd += ["--threads", str(per_job)]    # the sweep's share, unless it gave one
             (out / "logs").mkdir(exist_ok=True)
             logf = open(out / "logs" / f"{run.folder}.log", "a")
             log(f"start {run.folder}")

@@ -791,6 +791,7 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
             run.remove_stale_temporaries()
         ck = load_checkpoint(run.last)
         cfg = Config.from_dict(ck["config"], str(run.last))
+        _same_run(run, cfg)
         cfg = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v is not None})
         if corpus is not None:
             cfg.corpus = str(run.move_corpus(corpus) if world.main else Path(corpus).resolve())
@@ -804,6 +805,22 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
         if world.main:
             cfg.save(run.config, trainer.init_report)
         return _finish(trainer)
+
+
+def _same_run(run: RunDir, cfg: Config) -> None:
+    """``last.pt`` must be this run's: its settings those of ``config.json`` (but for what a
+    resume may change), or a checkpoint copied from another run would continue that run and
+    overwrite this one's rows and best.pt."""
+    if not run.config.exists():
+        return
+    mine = Config.load(run.config).to_dict()
+    theirs = cfg.to_dict()
+    differ = [k for k in mine if k not in (*RESUME_CHANGES, "corpus", "embeddings")
+              and mine[k] != theirs.get(k)]
+    if differ:
+        k = differ[0]
+        raise LmlowError(f"{run.last}: not this run's checkpoint: it has {k} = {theirs.get(k)!r} "
+                         f"where {run.config} has {mine[k]!r}")
 
 
 def _on_main(world: World, context):

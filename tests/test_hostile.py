@@ -206,3 +206,35 @@ def test_a_byte_order_mark_does_not_make_a_new_word(tmp_path, capsys):
     corpus = Corpus(root, show_progress=False)
     assert "\ufeffthe" not in corpus.vocab and corpus.vocab.counts[corpus.vocab.index["the"]] == 2
     assert "byte-order mark" in capsys.readouterr().err
+
+
+def test_resume_refuses_a_checkpoint_from_another_run(stopped_run, speech_corpus, tmp_path):
+    other = tmp_path / "other"
+    lmlow("train", speech_corpus, "--preset", "tiny", "--hidden-size", "64", "--max-steps", "2",
+          "--out", other, check=True)
+    run = copy_run(stopped_run, tmp_path / "r")
+    (run / "last.pt").write_bytes((other / "last.pt").read_bytes())
+    rows = (run / "metrics.jsonl").read_text()
+    r = lmlow("train", "--resume", run, "--max-steps", "4")
+    assert r.returncode == 1 and "not this run's checkpoint: it has hidden_size = 64" in r.stderr
+    assert (run / "metrics.jsonl").read_text() == rows
+
+
+def test_small_hostile_arguments_get_one_line(speech_corpus, tmp_path):
+    r = lmlow("train", speech_corpus, "--config", tmp_path, "--out", tmp_path / "r")
+    assert r.returncode != 0 and "is a folder" in r.stderr and "Traceback" not in r.stderr
+    r = lmlow("embed", speech_corpus / "train.txt", "--out", tmp_path / "v.txt", "--tmp-dir",
+              tmp_path / "nonexistent", "--epochs", "1")
+    assert r.returncode != 0 and "--tmp-dir" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_sweep_threads_reach_its_runs_once(speech_corpus, tmp_path):
+    """`lmlow sweep --threads 1 --jobs 1` on 2 cores: the run trains with 1 thread (the
+    executor used to append its own share, 2, after it, and config.json said 2)."""
+    import json
+    grid = tmp_path / "g.toml"
+    grid.write_text('[runs.one]\ntie = true\n')
+    r = lmlow("sweep", speech_corpus, "--grid", grid, "--preset", "tiny", "--threads", "1",
+              "--jobs", "1", "--max-steps", "1", "--out", tmp_path / "s")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "s" / "one.seed1" / "config.json").read_text())["threads"] == 1
