@@ -409,7 +409,7 @@ def _generate_parser(sub) -> None:
     p.add_argument("--samples", type=at_least(1), default=1, help="number of samples (default: 1)")
     p.add_argument("--bias-scale", type=float, default=1.0, metavar="LAMBDA",
                    help="multiply the output bias by LAMBDA: 1 is the trained model, 0 drops "
-                   "the bias (Kobayashi et al. 2023) (default: 1)")
+                   "the bias (Kobayashi et al. 2023) (default: 1; range [-10, 10])")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per sample (sample, seed, tokens, text)")
     p.set_defaults(func=cmd_generate)
@@ -430,7 +430,7 @@ def _bias_sweep_parser(sub) -> None:
                        "--samples 100 --words 100 --top-p 0.9")
     add_run(p, "LSTM run folder")
     p.add_argument("--lambdas", type=_lambdas, default=[0, 0.25, 0.5, 0.75, 1], metavar="LIST",
-                   help="comma-separated bias scales (default: 0,0.25,0.5,0.75,1)")
+                   help="comma-separated bias scales, each in [-10, 10] (default: 0,0.25,0.5,0.75,1)")
     p.add_argument("--samples", type=at_least(1), default=100, help="samples per lambda (default: 100)")
     p.add_argument("--words", type=at_least(1), default=100, help="tokens per sample (default: 100)")
     _add_sampling_args(p)
@@ -807,7 +807,7 @@ def cmd_score(args) -> None:
 def _add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=float, default=1.0, metavar="T",
                    help="divide the logits by T: below 1 sharper, above 1 flatter; 0 is greedy "
-                   "(default: 1)")
+                   "(default: 1; 0 or in [0.01, 100])")
     p.add_argument("--top-k", type=int, default=0, metavar="K",
                    help="sample among the K most probable words only; 1 is greedy (default: 0 = "
                    "all)")

@@ -35,15 +35,24 @@ class Sampling:
     bias_scale: float = 1.0    # lambda in W h + lambda b
     no_unk: bool = False       # never sample <unk>
 
+    # beyond these the logits overflow to inf/NaN in fp32 (a temperature of 1e-300, a bias
+    # scale of 1e308): refused instead of sampling garbage
+    TEMPERATURE = (0.01, 100.0)
+    BIAS_SCALE = (-10.0, 10.0)
+
     def validate(self) -> "Sampling":
-        if not (self.temperature >= 0 and math.isfinite(self.temperature)):
-            raise LmlowError("--temperature must be >= 0 (0: greedy)")
+        lo, hi = self.TEMPERATURE
+        if not (self.temperature == 0 or lo <= self.temperature <= hi):
+            raise LmlowError(f"--temperature {self.temperature:g}: must be 0 (greedy) or in "
+                             f"[{lo:g}, {hi:g}]")
         if self.top_k < 0:
             raise LmlowError("--top-k must be >= 0 (0: no limit)")
         if not 0 < self.top_p <= 1:
             raise LmlowError("--top-p must be in (0, 1]")
-        if not math.isfinite(self.bias_scale):
-            raise LmlowError("--bias-scale must be a finite number")
+        lo, hi = self.BIAS_SCALE
+        if not (math.isfinite(self.bias_scale) and lo <= self.bias_scale <= hi):
+            raise LmlowError(f"--bias-scale {self.bias_scale:g}: must be in [{lo:g}, {hi:g}] "
+                             "(Kobayashi et al.'s lambda: 1 as trained, 0 no bias)")
         return self
 
 
@@ -154,6 +163,9 @@ def parse_lambdas(text: str) -> list[float]:
         raise LmlowError(f"--lambdas: expected comma-separated numbers, got {text!r}") from None
     if not values or not all(math.isfinite(v) for v in values):
         raise LmlowError(f"--lambdas: expected comma-separated finite numbers, got {text!r}")
+    lo, hi = Sampling.BIAS_SCALE
+    if not all(lo <= v <= hi for v in values):
+        raise LmlowError(f"--lambdas: {text!r}: each must be in [{lo:g}, {hi:g}]")
     if len(set(values)) != len(values):
         raise LmlowError(f"--lambdas: {text!r} repeats a value")
     return values

@@ -238,3 +238,13 @@ def test_the_sweep_threads_reach_its_runs_once(speech_corpus, tmp_path):
               "--jobs", "1", "--max-steps", "1", "--out", tmp_path / "s")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "s" / "one.seed1" / "config.json").read_text())["threads"] == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["generate", "--bias-scale", "1e308"], "--bias-scale 1e+308: must be in [-10, 10]"),
+    (["generate", "--temperature", "1e-300"], "--temperature 1e-300: must be 0 (greedy) or in"),
+    (["bias-sweep", "--lambdas", "0,1e300", "--samples", "1"], "each must be in [-10, 10]"),
+])
+def test_sampling_values_that_overflow_are_refused(args, message, stopped_run):
+    r = lmlow(args[0], stopped_run, *args[1:])
+    assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
