@@ -24,6 +24,20 @@ from lmlow.errors import LmlowError
 WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EROFS)
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (this one counts): the owner of a ``.tmpPID`` name or
+    a work folder named after its pid, which may be cleared once it is gone."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def temporary_path(path: Path) -> Path:
     """The scratch name beside ``path`` that :func:`atomic_path` writes first."""
     return Path(f"{path}.tmp{os.getpid()}")

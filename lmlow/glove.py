@@ -44,7 +44,7 @@ from lmlow.data.corpus import count_words
 from lmlow.data.textio import EOS, UNK, iter_lines
 from lmlow.errors import LmlowError
 from lmlow.external import die_with_parent, find_program, last_line, run_program
-from lmlow.files import atomic_path, refuse_overwrite
+from lmlow.files import atomic_path, pid_alive, refuse_overwrite
 from lmlow.progress import epochs_bar, progress
 
 RAW_UNK = "<lmlow-text-unk>"   # a literal <unk> of the text, renamed: the tool reserves <unk>
@@ -159,18 +159,9 @@ def remove_stale_work(work_dir: Path | None) -> None:
     root = Path(work_dir or tempfile.gettempdir())
     for p in root.glob(f"{WORK_PREFIX}*"):
         m = re.match(re.escape(WORK_PREFIX) + r"(\d+)-", p.name)
-        if m and p.is_dir() and not p.is_symlink() and not _alive(int(m.group(1))):
+        if m and p.is_dir() and not p.is_symlink() and not pid_alive(int(m.group(1))):
             shutil.rmtree(p, ignore_errors=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _write_vocab(vocab: dict[str, int], counts: Counter, path: Path) -> None:

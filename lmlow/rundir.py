@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_write_json, open_own, read_json, read_jsonl, refuse_link
+from lmlow.files import atomic_write_json, open_own, pid_alive, read_json, read_jsonl, refuse_link
 
 LSTM, NGRAM = "lstm", "ngram"
 _HELD: set[Path] = set()       # lock files this process holds (flock: one per open file)
@@ -333,7 +333,7 @@ class RunDir:
         gone = []
         for p in list(self.path.glob("*.tmp[0-9]*")) + list(self.path.glob(f"{self.STASH}-*")):
             m = re.search(r"(?:\.tmp|-)(\d+)$", p.name)
-            if m and not _alive(int(m.group(1))):
+            if m and not pid_alive(int(m.group(1))):
                 shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
                 gone.append(p)
         return gone
@@ -357,14 +357,3 @@ class RunLocked(LmlowError):
 
     exit_code = 75          # EX_TEMPFAIL: try again later
 
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
