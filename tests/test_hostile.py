@@ -248,3 +248,17 @@ def test_the_sweep_threads_reach_its_runs_once(speech_corpus, tmp_path):
 def test_sampling_values_that_overflow_are_refused(args, message, stopped_run):
     r = lmlow(args[0], stopped_run, *args[1:])
     assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["file", "read-only"])
+def test_an_unusable_cache_is_one_line(kind, speech_corpus, tmp_path):
+    if kind == "read-only" and os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders")
+    cache = tmp_path / "cache"
+    if kind == "file":
+        cache.write_text("not a folder")
+    else:
+        cache.mkdir()
+        cache.chmod(0o500)
+    r = lmlow("stats", speech_corpus, cache=cache)
+    assert r.returncode == 1 and "LMLOW_CACHE_DIR" in r.stderr and "Traceback" not in r.stderr

@@ -35,6 +35,24 @@ def cache_root() -> Path:
     return Path(os.environ.get("LMLOW_CACHE_DIR") or Path.home() / ".cache" / "lmlow")
 
 
+def cache_dir(sub: str) -> Path:
+    """A folder of the cache, made if needed; one line naming the cache when it cannot be
+    (LMLOW_CACHE_DIR a file, or not writable)."""
+    path = cache_root() / sub
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise LmlowError(f"{cache_root()}: the cache (LMLOW_CACHE_DIR or ~/.cache/lmlow) is not "
+                         "a folder; point LMLOW_CACHE_DIR at one") from None
+    except OSError as e:
+        raise LmlowError(f"{path}: cannot create the cache folder ({e.strerror}); point "
+                         "LMLOW_CACHE_DIR at a writable folder") from None
+    if not os.access(path, os.W_OK):
+        raise LmlowError(f"{path}: the cache is not writable; point LMLOW_CACHE_DIR at a "
+                         "writable folder")
+    return path
+
+
 def file_key(path: Path, **options) -> str:
     """Hash of a file's identity (path, size, mtime) and the options applied to it."""
     path = Path(path)
@@ -91,7 +109,7 @@ def count_words(path: Path, show_progress: bool = True) -> WordCounts:
             counts.update(tokens)
             lines += 1
             bar.tokens(len(tokens))
-    cached.parent.mkdir(parents=True, exist_ok=True)
+    cache_dir("counts")
     ordered = dict(sorted(counts.items(), key=lambda wc: (-wc[1], wc[0])))
     body = f"{lines}\n{' '.join(ordered)}\n{' '.join(map(str, ordered.values()))}".encode("utf-8")
     header = json.dumps({"sha256": _digest(body)})
@@ -155,7 +173,7 @@ def encode_file(path: Path, vocab: Vocabulary, show_progress: bool = True) -> En
         found = _checked_entry(meta_path, bin_path, len(vocab))
         if found:
             return found
-    base.parent.mkdir(parents=True, exist_ok=True)
+    cache_dir("encoded")
     with atomic_path(bin_path) as tmp_bin:
         stats = _stream_encode(path, vocab, tmp_bin, show_progress)
     ids = np.memmap(bin_path, dtype=np.int32, mode="r")
