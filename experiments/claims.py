@@ -548,13 +548,24 @@ def _lstm_rows(rows: dict) -> dict:
     return {n: r for n, r in rows.items() if r.get("tie") and r.get("valid ppls")}
 
 
+def complete(table: str, root: Path = ROOT) -> bool:
+    """Whether every run the table's sweep planned (its sweep.json) has finished: a table
+    still being trained seed by seed does not move the recommendation."""
+    folder = (root / SOURCES[table]).parent
+    plan = folder / "sweep.json"
+    if not (root / SOURCES[table]).exists() or not plan.exists():
+        return False
+    return all((folder / f"{r['name']}.seed{r['seed']}" / "summary.json").exists()
+               for r in json.loads(plan.read_text()))
+
+
 def recommendation(root: Path = ROOT) -> dict:
     """The configuration the measured tables support: from the first tier of TIERS with a
     committed table, the configurations that are not clearly worse (paired rule) than the
     best of every table of the tier; of those, the one closest to each table's best on
     average. With the freezing evidence of every table for the advice on freezing."""
     for tier, names in TIERS:
-        tables = {n: _lstm_rows(load(n, root)) for n in names}
+        tables = {n: _lstm_rows(load(n, root)) for n in names if complete(n, root)}
         tables = {n: t for n, t in tables.items() if t}
         if tables:
             break

@@ -97,13 +97,18 @@ def test_the_recommendation_is_what_the_tables_say(name):
 def test_the_recommendation_follows_the_first_tier_and_the_paired_rule(tmp_path):
     """A made-up paper-regime table where ours is clearly best, standard+pretraining level
     with it: the recommendation is ours, from that tier, level with standard+pretraining."""
-    def put(table, rows):
+    def put(table, rows, missing=()):
         path = tmp_path / claims.SOURCES[table]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(list(rows.values())))
+        plan = [{"name": n, "seed": 1} for n in [*rows, *missing]]
+        (path.parent / "sweep.json").write_text(json.dumps(plan))
         for r in rows.values():
             run = tmp_path / r["runs"][0]
             run.mkdir(parents=True, exist_ok=True)
+            done = path.parent / f"{r['configuration']}.seed1"
+            done.mkdir(exist_ok=True)
+            (done / "summary.json").write_text("{}")
             cfg = {"ours": dict(tie=False, freeze_input=True, init=["glove", "glove-output"]),
                    "standard+pretraining": dict(tie=True, freeze_input=False, init=["glove"]),
                    "standard": dict(tie=True, freeze_input=False, init=["random"])}
@@ -119,6 +124,8 @@ def test_the_recommendation_follows_the_first_tier_and_the_paired_rule(tmp_path)
     rows["standard+pretraining"] = row("standard+pretraining", [240, 241, 242], runs=["r/standard+pretraining"])
     put("paper-regime", rows)
     assert claims.recommendation(tmp_path)["name"] == "standard+pretraining"
+    put("paper-regime", rows, missing=["ours-vecrows"])       # still training: not followed
+    assert claims.recommendation(tmp_path) == {}
 
 
 def table1_rows(ppl):
