@@ -262,3 +262,21 @@ def test_an_unusable_cache_is_one_line(kind, speech_corpus, tmp_path):
         cache.chmod(0o500)
     r = lmlow("stats", speech_corpus, cache=cache)
     assert r.returncode == 1 and "LMLOW_CACHE_DIR" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_two_prepares_into_one_folder_cannot_both_write(tmp_path):
+    """While one prepare writes a folder (its flock held here, as the first process would
+    hold it), a second is refused in one line and writes nothing."""
+    import fcntl
+    from pathlib import Path
+    out = tmp_path / "corpus"
+    out.mkdir()
+    fd = os.open(out, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        text = Path(__file__).parent / "data" / "speeches"
+        r = lmlow("prepare", text, "--out", out)
+    finally:
+        os.close(fd)
+    assert r.returncode == 1 and "another lmlow command is writing there" in r.stderr
+    assert not list(out.iterdir())

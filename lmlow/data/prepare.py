@@ -115,9 +115,12 @@ def prepare(inputs: list[Path], out: Path, *, tokenizer: str = "whitespace",
     folder = out.parent if no_split else out
     created = _missing_parents(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    lock = _lock_folder(folder, out)
     report = PrepareReport()
     scratch = Path(f"{out}.scratch{os.getpid()}")
     try:
+        refuse_overwrite(targets, force)      # again, under the lock: a prepare that got here
+        #                                       first has written them meanwhile
         docs = _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded,
                             report, show_progress)
         if not docs:
@@ -135,7 +138,22 @@ def prepare(inputs: list[Path], out: Path, *, tokenizer: str = "whitespace",
         raise
     finally:
         scratch.unlink(missing_ok=True)
+        os.close(lock)                        # releases the flock
     return report
+
+
+def _lock_folder(folder: Path, out: Path) -> int:
+    """Hold ``flock`` on the output folder itself (no lock file is left in it): two prepares
+    into one place cannot both write; the second is refused in one line."""
+    import fcntl
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise LmlowError(f"{out}: another lmlow command is writing there now; wait for it to "
+                         "end") from None
+    return fd
 
 
 def _missing_parents(folder: Path) -> list[Path]:
