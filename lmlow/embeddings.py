@@ -159,9 +159,16 @@ def _load_npz(path: Path):
     with np.load(path, allow_pickle=False) as data:
         if set(data.files) != {"words", "vectors"}:
             raise LmlowError(f"{path}: not an lmlow vector file (expected arrays words and vectors)")
+        if data["words"].dtype.kind != "U":
+            raise LmlowError(f"{path}: its words are {data['words'].dtype} values, expected "
+                             "text (an lmlow vector file stores words as strings)")
+        if data["vectors"].dtype.kind not in "fiu":
+            raise LmlowError(f"{path}: its vectors are {data['vectors'].dtype}, expected numbers")
         words, vectors = data["words"].tolist(), data["vectors"].astype(np.float32)
     if vectors.ndim != 2 or len(words) != len(vectors):
         raise LmlowError(f"{path}: {len(words)} words for a {vectors.shape} matrix")
+    if vectors.shape[1] == 0:
+        raise LmlowError(f"{path}: vectors of 0 dimensions")
     if len(set(words)) != len(words):
         raise LmlowError(f"{path}: duplicate words")
     kv = KeyedVectors(vectors.shape[1])

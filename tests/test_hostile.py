@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import lmlow
 
@@ -280,3 +281,18 @@ def test_two_prepares_into_one_folder_cannot_both_write(tmp_path):
         os.close(fd)
     assert r.returncode == 1 and "another lmlow command is writing there" in r.stderr
     assert not list(out.iterdir())
+
+
+@pytest.mark.parametrize("words,vectors,message", [
+    (np.arange(3), np.ones((3, 4), np.float32), "expected text"),
+    (np.array(["a", "b"]), np.ones((2, 0), np.float32), "0 dimensions"),
+])
+def test_a_malformed_npz_is_one_line(words, vectors, message, tmp_path):
+    """Integer words and a 2x0 matrix used to load (and give NaN neighbours, or a traceback
+    in train)."""
+    from lmlow.embeddings import load_vectors
+    from lmlow.errors import LmlowError
+    path = tmp_path / "v.npz"
+    np.savez(path, words=words, vectors=vectors)
+    with pytest.raises(LmlowError, match=message):
+        load_vectors(path)
