@@ -23,8 +23,9 @@ import numpy as np
 import torch
 
 from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabulary,
-                              device_name, fast_matmuls, load_checkpoint, make_scaler, model_sizes, pick_device,
-                              pick_precision, precision_name, save_checkpoint)
+                              device_name, fast_matmuls, load_checkpoint, make_scaler,
+                              model_sizes, pick_device, pick_precision, precision_name,
+                              save_checkpoint)
 from lmlow.config import Config
 from lmlow.data.corpus import Corpus, head_fraction
 from lmlow.data.vocab import Vocabulary
