@@ -548,15 +548,24 @@ def _lstm_rows(rows: dict) -> dict:
     return {n: r for n, r in rows.items() if r.get("tie") and r.get("valid ppls")}
 
 
+MIN_SEEDS = {"paper-regime": 2}      # the protocol's 3 seeds elsewhere
+
+
 def complete(table: str, root: Path = ROOT) -> bool:
-    """Whether every run the table's sweep planned (its sweep.json) has finished: a table
-    still being trained seed by seed does not move the recommendation."""
+    """Whether every run the table's sweep planned (its sweep.json) has finished, with the
+    protocol's seeds (3; 2 for the paper regime): a table still being trained seed by seed
+    (its plan grows a seed at a time) does not move the recommendation."""
     folder = (root / SOURCES[table]).parent
     plan = folder / "sweep.json"
     if not (root / SOURCES[table]).exists() or not plan.exists():
         return False
-    return all((folder / f"{r['name']}.seed{r['seed']}" / "summary.json").exists()
-               for r in json.loads(plan.read_text()))
+    runs = json.loads(plan.read_text())
+    seeds: dict[str, int] = {}
+    for r in runs:
+        seeds[r["name"]] = seeds.get(r["name"], 0) + 1
+    need = MIN_SEEDS.get(table, 3)
+    return (all((folder / f"{r['name']}.seed{r['seed']}" / "summary.json").exists() for r in runs)
+            and bool(seeds) and min(seeds.values()) >= need)
 
 
 def recommendation(root: Path = ROOT) -> dict:
@@ -565,7 +574,9 @@ def recommendation(root: Path = ROOT) -> dict:
     best of every table of the tier; of those, the one closest to each table's best on
     average. With the freezing evidence of every table for the advice on freezing."""
     for tier, names in TIERS:
-        tables = {n: _lstm_rows(load(n, root)) for n in names if complete(n, root)}
+        if not all(complete(n, root) for n in names):
+            continue                  # a tier counts once every table of it is complete
+        tables = {n: _lstm_rows(load(n, root)) for n in names}
         tables = {n: t for n, t in tables.items() if t}
         if tables:
             break

@@ -101,14 +101,15 @@ def test_the_recommendation_follows_the_first_tier_and_the_paired_rule(tmp_path)
         path = tmp_path / claims.SOURCES[table]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(list(rows.values())))
-        plan = [{"name": n, "seed": 1} for n in [*rows, *missing]]
+        plan = [{"name": n, "seed": s} for n in [*rows, *missing] for s in (1, 2)]
         (path.parent / "sweep.json").write_text(json.dumps(plan))
         for r in rows.values():
             run = tmp_path / r["runs"][0]
             run.mkdir(parents=True, exist_ok=True)
-            done = path.parent / f"{r['configuration']}.seed1"
-            done.mkdir(exist_ok=True)
-            (done / "summary.json").write_text("{}")
+            for seed in (1, 2):
+                done = path.parent / f"{r['configuration']}.seed{seed}"
+                done.mkdir(exist_ok=True)
+                (done / "summary.json").write_text("{}")
             cfg = {"ours": dict(tie=False, freeze_input=True, init=["glove", "glove-output"]),
                    "standard+pretraining": dict(tie=True, freeze_input=False, init=["glove"]),
                    "standard": dict(tie=True, freeze_input=False, init=["random"])}
