@@ -715,7 +715,7 @@ def coverage_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[str
             v = c.verdict()
             out.append(c.row(f"{COVERAGE_CLAIM} ({TABLE_NAMES.get(table, table)}: vectors cover "
                              f"{cover:.1f}% of training tokens, {max(shares):.1f}% read a frozen "
-                             "random row)"))
+                             f"random row; {len(c.diffs())} seed(s))"))
             verdicts.append(v)
             if v == "holds":
                 helped.append(cover)
