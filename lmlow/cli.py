@@ -752,15 +752,15 @@ def cmd_sweep_task(args) -> None:
 
 
 def cmd_report(args) -> None:
-    from lmlow.report import write_report
+    from lmlow.files import read_json
+    from lmlow.report import mixed_precision, write_report
 
     for path in write_report(args.sweep_dir, args.baseline):
         print(f"wrote {path}")
-    text = (args.sweep_dir / "results.md").read_text()
-    print(text)
-    if "**Warning: mixed precisions" in text:
-        print("lmlow: warning: " + text.split("**Warning: ", 1)[1].split(".**", 1)[0],
-              file=sys.stderr)
+    print((args.sweep_dir / "results.md").read_text())
+    mixed = mixed_precision(read_json(args.sweep_dir / "results.json"))
+    if mixed:
+        print(f"lmlow: warning: {mixed}", file=sys.stderr)
 
 
 def cmd_eval(args) -> None:

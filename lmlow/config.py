@@ -191,7 +191,7 @@ class Config:
         if self.extend_vocab and not self.embeddings:
             raise LmlowError("--extend-vocab needs --embeddings FILE")
         if self.freeze_input_rows == "pretrained":
-            if not (self.freeze_input or (self.tie and self.freeze_output)):
+            if not self.input_frozen:
                 raise LmlowError("--freeze-input-rows pretrained says which rows --freeze-input "
                                  "keeps fixed: add --freeze-input")
             if not self.pretrained_input:

@@ -167,7 +167,7 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
     run, which needs no --force (an unfinished n-gram run has nothing to resume)."""
     out_dir = run.path
     text = temporary_path(out_dir / "train.lmplz.txt")
-    raw_arpa = temporary_path(out_dir / "model.lmplz.arpa")
+    raw_arpa = temporary_path(out_dir / "model.lmplz.arpa")   # before <unk> is renamed
     arpa, binary_file = temporary_path(run.arpa), temporary_path(run.binary)
     start = time.time()
     try:
@@ -186,7 +186,10 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
         raw_arpa.unlink(missing_ok=True)
         binary = [build_binary, str(arpa), str(binary_file)]
         run_program(binary, "build_binary", kenlm_message)
-        cmd = [str(run.arpa if c == str(arpa) else c) for c in cmd]       # the names it keeps
+        # recorded with the names the temporaries stand for (the .tmpPID files are gone)
+        kept = {str(text): str(out_dir / "train.lmplz.txt"),
+                str(raw_arpa): str(out_dir / "model.lmplz.arpa")}
+        cmd = [kept.get(c, c) for c in cmd]
         binary = [build_binary, str(run.arpa), str(run.binary)]
         vocab.save(run.vocab, with_counts=True)
         cfg = NgramConfig(corpus=str(Path(corpus_dir).resolve()), order=order,

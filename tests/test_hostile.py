@@ -156,6 +156,9 @@ def test_a_killed_ngram_leaves_no_model_and_no_orphan(sig, tmp_path):
     assert again.returncode == 0, again.stderr
     assert {"model.arpa", "model.bin", "summary.json"} <= {p.name for p in out.iterdir()}
     assert not [p for p in out.iterdir() if ".tmp" in p.name or p.name.startswith("lmplz-tmp-")]
+    import json
+    recorded = json.loads((out / "config.json").read_text())["lmplz_command"]
+    assert ".tmp" not in recorded and "model.lmplz.arpa" in recorded      # the kept names
 
 
 def test_a_killed_embed_takes_glove_with_it_and_its_work_is_reclaimed(tmp_path):
