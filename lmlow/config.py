@@ -43,6 +43,13 @@ def yes_no(text: str) -> bool:
 yes_no.__name__ = "yes or no"   # what argparse names in its one-line error
 
 
+def require_vectors_for_extend(extend_vocab: bool, embeddings) -> None:
+    """``--extend-vocab`` takes its words from the vectors: every command that has both flags
+    (train, ngram, vocab, unk, stats) asks here."""
+    if extend_vocab and not embeddings:
+        raise LmlowError("--extend-vocab needs --embeddings FILE")
+
+
 @dataclass
 class Config:
     # data
@@ -188,8 +195,7 @@ class Config:
                              "input too (use --init glove, or --tie no)")
         if self.tie and self.out_size not in (None, self.emb_size):
             raise LmlowError("a tied model needs --out-size equal to --emb-size")
-        if self.extend_vocab and not self.embeddings:
-            raise LmlowError("--extend-vocab needs --embeddings FILE")
+        require_vectors_for_extend(self.extend_vocab, self.embeddings)
         if self.freeze_input_rows == "pretrained":
             if not self.input_frozen:
                 raise LmlowError("--freeze-input-rows pretrained says which rows --freeze-input "
@@ -299,6 +305,13 @@ def describe_range(text: str) -> str:
     return f"in {text}"
 
 
+def in_range(value: float, text: str) -> bool:
+    """Whether ``value`` is finite and inside the interval ``text`` (``[0, 1)``, ...)."""
+    lo, hi, lo_in, hi_in = _interval(text)
+    return (math.isfinite(value) and (value >= lo if lo_in else value > lo)
+            and (value <= hi if hi_in else value < hi))
+
+
 def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -> None:
     """Every numeric setting of a settings dataclass in its range (finite, NaN refused) and
     every choice among its choices: one line naming the flag, the value and what is allowed."""
@@ -308,12 +321,10 @@ def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -
         value = getattr(obj, name)
         if value is None:
             continue
-        lo, hi, lo_in, hi_in = _interval(text)
-        ok = (math.isfinite(value) and (value >= lo if lo_in else value > lo)
-              and (value <= hi if hi_in else value < hi))
-        if not ok:
-            raise LmlowError(f"--{name.replace('_', '-')} {value:g}: must be {describe_range(text)}"
-                             f"{' and finite' if math.isinf(hi) and not math.isfinite(value) else ''}")
+        if not in_range(value, text):
+            finite = " and finite" if text.endswith("inf)") and not math.isfinite(value) else ""
+            raise LmlowError(f"--{name.replace('_', '-')} {value:g}: must be "
+                             f"{describe_range(text)}{finite}")
     for name, allowed in choices.items():
         if getattr(obj, name) not in allowed:
             raise LmlowError(f"--{name.replace('_', '-')} {getattr(obj, name)!r}: choose one of "

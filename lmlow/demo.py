@@ -23,6 +23,7 @@ from pathlib import Path
 
 from lmlow.files import atomic_write_text
 from lmlow.plots import plot_validation_curves
+from lmlow.sweepdir import SweepDir
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ROOT / "corpora" / "pydocs-mini"
@@ -76,13 +77,14 @@ def _demo(args) -> int:
              for label, folder in names.items()]
     table = _table(rows)
     verdict = conclusion(rows)
-    atomic_write_text(args.out / "results.md", table + "\n\n" + verdict + "\n")
+    md, _, _, png = SweepDir(args.out).results        # the demo's folder reads as a sweep's
+    atomic_write_text(md, table + "\n\n" + verdict + "\n")
     series = [{"label": label, "rows": RunDir(args.out / "runs" / f"{folder}.seed1").metrics(),
                "group": i} for i, (label, folder) in enumerate(names.items())]
-    plot_validation_curves(series, args.out / "curves.png", x=("step",), size=(6.5, 4.2),
+    plot_validation_curves(series, png, x=("step",), size=(6.5, 4.2),
                            baselines={"KenLM 5-gram (valid)": rows[0]["valid"]})
     print("\n" + table + "\n\n" + verdict)
-    print(f"\ntable: {args.out / 'results.md'}; learning curves: {args.out / 'curves.png'}")
+    print(f"\ntable: {md}; learning curves: {png}")
     return 0
 
 
@@ -137,11 +139,11 @@ def _train_lstms(args, corpus: Path, vectors: Path) -> dict[str, str]:
     out = args.out / "runs"
     if not all(RunDir(out / r.folder).finished for r in runs):
         print(f"2. the two LSTMs side by side until they converge (a few minutes each; "
-              f"logs: {out / 'logs'})", flush=True)
+              f"logs: {SweepDir(out).logs})", flush=True)
     failed = [r.folder for r, code in execute(runs, out, jobs=2, threads=threads,
                                               log=lambda m: print("   " + m, flush=True)) if code]
     if failed:
-        raise LmlowError(f"training {', '.join(failed)} failed: see {out / 'logs'}")
+        raise LmlowError(f"training {', '.join(failed)} failed: see {SweepDir(out).logs}")
     return names
 
 

@@ -235,3 +235,36 @@ def launch(nproc: int, argv: list[str]) -> int:
     except SignalException as e:     # this launcher was told to stop: so were the workers
         return 128 + int(e.sigval)
     return 0
+
+
+def relaunch(nproc: int, argv: list[str]) -> None:
+    """``lmlow train ... --nproc N``: the same command, without ``--nproc``, in N processes
+    under torchrun's launcher; one line if any of them failed."""
+    if "WORLD_SIZE" in os.environ:
+        raise LmlowError("--nproc: already running under torchrun (WORLD_SIZE is set); give "
+                         "the number of processes to torchrun only")
+    argv, skip = list(argv), False
+    kept = []
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--nproc":
+            skip = True
+        elif not a.startswith("--nproc="):
+            kept.append(a)
+    code = launch(nproc, kept)
+    if code:
+        e = LmlowError(f"the {nproc} training processes ended with exit status {code} (the "
+                       "reason is above)")
+        e.exit_code = code
+        raise e
+
+
+def check_resumable(last: "Path", nproc: int) -> None:
+    """--resume --nproc N: the run has a checkpoint, trained with N processes (said once,
+    here, rather than by every process)."""
+    from lmlow.checkpoint import load_checkpoint
+
+    if not last.exists():
+        raise LmlowError(f"{last}: no such checkpoint")
+    require_processes(load_checkpoint(last), last, nproc)

@@ -181,3 +181,9 @@ def neighbours(kv, word: str, top: int = 8) -> list[tuple[str, float]]:
     if word not in kv.key_to_index:
         return []
     return [(w, float(s)) for w, s in kv.most_similar(word, topn=top)]
+
+
+def format_neighbours(result: dict[str, list[tuple[str, float]]]) -> str:
+    """One line per word: its neighbours with their cosine similarity."""
+    return "\n".join(f"{w}: " + (", ".join(f"{n} {s:.2f}" for n, s in near) if near
+                                  else "(no vector)") for w, near in result.items())

@@ -3,3 +3,31 @@
 
 class LmlowError(Exception):
     """A problem with the user's input or environment, explained in one line."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is, so its cleanup runs (temporary files removed,
+    child programs killed) as for Ctrl-C; not an Exception, so nothing swallows it."""
+
+
+_stop_requested = False
+
+
+def request_stop() -> None:
+    """Remember that the process was asked to stop, then raise :class:`Terminated`. Python can
+    run a signal handler where an exception is only printed and dropped (a weak-reference
+    callback during an import), so the request is also kept: :func:`check_stop` refuses every
+    later commit of a file, and the command still ends as terminated."""
+    global _stop_requested
+    _stop_requested = True
+    raise Terminated()
+
+
+def stop_requested() -> bool:
+    return _stop_requested
+
+
+def check_stop() -> None:
+    """Called before a result is renamed into place: a stopped command commits nothing."""
+    if _stop_requested:
+        raise Terminated()

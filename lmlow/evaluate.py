@@ -15,11 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
+from lmlow.config import Config
 from lmlow.data.corpus import Corpus
-from lmlow.data.textio import EOS
+from lmlow.data.textio import EOS, iter_lines
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 
+EVAL_BATCH, EVAL_BPTT = Config.eval_batch_size, Config.bptt   # the defaults, from Config
 LN10 = math.log(10)       # KenLM and ARPA files speak log10; lmlow speaks natural logs
 
 # Training-frequency bins of the target word (count in the training split after the UNK rule).
@@ -44,6 +46,18 @@ class Evaluation:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+    def text(self, name: str, lines_independent: bool = False) -> str:
+        """What `lmlow eval` prints: the perplexities, then the frequency bins as a table."""
+        from lmlow.tables import markdown
+
+        head = (f"{name} on {self.split}: perplexity {self.perplexity:.2f} "
+                f"({self.perplexity_excluding_unk:.2f} excluding <unk>); {self.tokens} tokens, "
+                f"{self.unk_tokens} <unk> targets ({self.oov_tokens} out of vocabulary)"
+                + ("; lines scored independently" if lines_independent else ""))
+        return head + "\n" + markdown(["training frequency", "tokens", "perplexity"],
+                                      [[b["bin"], b["tokens"], b["perplexity"]] for b in self.bins],
+                                      digits=4)
 
 
 def evaluate_logprobs(split: str, ids: np.ndarray, logprobs: np.ndarray, counts: np.ndarray,
@@ -109,6 +123,18 @@ class Scorer(ABC):
         lp = self.token_logprobs(ids, reset_lines=True)
         return [(w, float(p), w not in self.vocab) for w, p in zip(words, lp)]
 
+    def score_file(self, path: Path):
+        """``lmlow score``: one record per line of ``path`` (its words and ``<eos>``, their
+        natural-log and log10 probabilities, OOV flags and totals)."""
+        for lineno, tokens in iter_lines(path):
+            scored = self.score(tokens)
+            ln = [p for _, p, _ in scored]
+            yield {"line": lineno, "words": [w for w, _, _ in scored],
+                   "logprob": [round(p, 6) for p in ln],
+                   "log10prob": [round(p / LN10, 6) for p in ln],
+                   "oov": [o for _, _, o in scored], "total_logprob": round(sum(ln), 6),
+                   "total_log10prob": round(sum(ln) / LN10, 6)}
+
 
 def mix_logprobs(lp_a: np.ndarray, lp_b: np.ndarray, weight: float) -> np.ndarray:
     """ln(w p_a + (1 - w) p_b) per token: linear interpolation, computed in log space."""
@@ -133,7 +159,8 @@ def tune_weight(lp_a: np.ndarray, lp_b: np.ndarray, iterations: int = 200, tol: 
     return w
 
 
-def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bptt: int = 70,
+def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = EVAL_BATCH,
+                  bptt: int = EVAL_BPTT,
                   reset_lines: bool = False, context: int = 128, bias_scale: float = 1.0,
                   device=None, world=None) -> np.ndarray:
     """Score a token stream with an LSTM language model.
@@ -169,7 +196,8 @@ def lstm_logprobs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bpt
     return out
 
 
-def lstm_outputs(model, ids: np.ndarray, eos_id: int, batch_size: int = 10, bptt: int = 70,
+def lstm_outputs(model, ids: np.ndarray, eos_id: int, batch_size: int = EVAL_BATCH,
+                 bptt: int = EVAL_BPTT,
                  reset_lines: bool = False, context: int = 128, device=None,
                  shard: tuple[int, int] = (0, 1)):
     """The last LSTM layer's output before every scored token of ``ids``, in pieces: yields

@@ -12,12 +12,13 @@ import errno
 import json
 import math
 import os
+import shutil
 import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from lmlow.errors import LmlowError
+from lmlow.errors import LmlowError, check_stop
 
 
 # a full disk or quota, a file-size limit, no permission, a read-only file system
@@ -103,6 +104,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
             os.unlink(tmp)
         os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644))
         yield tmp
+        check_stop()
         os.replace(tmp, path)
     except OSError as e:
         if e.errno not in WRITE_ERRORS:
@@ -115,6 +117,11 @@ def atomic_path(path: Path) -> Iterator[Path]:
 def atomic_write_text(path: Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def atomic_write_json(path: Path, obj, indent: int | None = 1) -> None:
@@ -167,6 +174,124 @@ def read_jsonl(path: Path) -> list[dict]:
 def append_jsonl(path: Path, row: dict) -> None:
     with open_own(path, "a") as f:
         f.write(to_json(row) + "\n")
+
+
+def missing_parents(folder: Path) -> list[Path]:
+    """The folders ``mkdir(parents=True)`` would create, deepest first (a failed command
+    removes them again if they are still empty)."""
+    out = []
+    folder = Path(folder)
+    while not os.path.lexists(folder):
+        out.append(folder)
+        folder = folder.parent
+    return out
+
+
+def make_folder(folder: Path) -> list[Path]:
+    """Create ``folder`` (and its parents) with a one-line error where that is not possible
+    (read-only, full, a file in the way); returns the folders it created."""
+    created = missing_parents(folder)
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise LmlowError(f"{folder}: exists and is not a folder") from None
+    except OSError as e:
+        if e.errno not in WRITE_ERRORS and e.errno != errno.ENOTDIR:
+            raise
+        remove_if_empty(created)
+        raise LmlowError(f"{folder}: cannot create the folder ({e.strerror})") from None
+    return created
+
+
+def remove_if_empty(folders: list[Path]) -> None:
+    """Remove the folders a failed command created, deepest first, if nothing is in them."""
+    for d in folders:
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
+def lock_folder(folder: Path, what: Path | None = None) -> int:
+    """Hold ``flock`` on ``folder`` itself (no lock file is left in it) and return its
+    descriptor (closing it releases the lock): two commands writing into one folder cannot
+    both write; the second is refused in one line. The kernel drops the lock of a killed
+    process."""
+    import fcntl
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise LmlowError(f"{what or folder}: another lmlow command is writing there now; wait "
+                         "for it to end") from None
+    return fd
+
+
+STAGE_PREFIX = ".lmlow-stage.tmp"
+
+
+@contextmanager
+def staged_outputs(out: Path, names: list[str], force: bool = False,
+                   trusted: bool = True) -> Iterator[Path]:
+    """Write a command's several output files into ``out`` without a partial result: the
+    command writes them into a hidden staging folder inside ``out`` (yielded), and only when
+    it has finished are they renamed over their final names, one ``rename`` each. A failure,
+    Ctrl-C or SIGTERM removes the stage (and any folder it created) and leaves the old files
+    as they were; a kill -9 leaves only the stage, reclaimed by the next command once its
+    process is gone. The folder is locked (``flock``) meanwhile, and checked again under the
+    lock. ``trusted=False`` for a default folder inside a run folder lmlow may not have made:
+    it must not be a symbolic link (the outputs would land where it points)."""
+    out = Path(out)
+    if not trusted and os.path.islink(out):
+        raise LmlowError(f"{out}: a symbolic link where lmlow writes its own folder; lmlow does "
+                         "not write through links: remove it")
+    targets = [out / n for n in names]
+    for t in targets:
+        refuse_link(t)
+    refuse_overwrite(targets, force)
+    created = make_folder(out)
+    lock = None
+    stage = out / f"{STAGE_PREFIX}{os.getpid()}"
+    try:
+        lock = lock_folder(out)
+        refuse_overwrite(targets, force)      # again, under the lock
+        remove_stale_stages(out, names)
+        os.mkdir(stage)
+        yield stage
+        check_stop()
+        for n in names:
+            if (stage / n).exists():
+                os.replace(stage / n, out / n)
+    except OSError as e:
+        if e.errno not in WRITE_ERRORS:
+            raise
+        raise LmlowError(f"{out}: cannot write ({e.strerror or e})") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)
+        if created and not any(t.exists() for t in targets):
+            remove_if_empty(created)
+
+
+def remove_stale_stages(folder: Path, names: list[str] = ()) -> list[Path]:
+    """What a killed command left in ``folder`` once its process is gone: its stage and the
+    ``NAME.tmpPID`` scratch files of the outputs ``names``."""
+    import re
+    gone = []
+    folder = Path(folder)
+    found = list(folder.glob(STAGE_PREFIX + "*"))
+    found += [p for n in names for p in folder.glob(f"{n}.tmp[0-9]*")]
+    for p in found:
+        m = re.search(r"\.tmp(\d+)$", p.name)
+        if m and not pid_alive(int(m.group(1))):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+            gone.append(p)
+    return gone
 
 
 def refuse_overwrite(paths, force: bool) -> None:

@@ -4,6 +4,7 @@ output", and argparse types for comma lists, so a bad value is one line naming t
 from __future__ import annotations
 
 import argparse
+import re
 import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -59,42 +60,90 @@ def _value_type(cls, f):
 
 
 def _shown(value) -> str:
-    if value is None:
+    if value is None or value == "":
         return "none"
     if isinstance(value, (tuple, list)):
-        return ",".join(map(str, value))
+        return ",".join(map(str, value)) or "none"
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
 
 
 def add_settings(parser, cls, skip=(), defaults: dict | None = None) -> None:
-    """One flag per field of the dataclass ``cls`` (its metadata ``help``, ``metavar`` and
-    ``parse``): the dataclass is the single source of truth. Every flag defaults to None, so
+    """One flag per field of the dataclass ``cls`` (its metadata ``help``, ``metavar``,
+    ``parse``; ``flag`` for another name, ``append`` for a repeatable flag, ``switch`` for an
+    on-only flag): the
+    dataclass is the single source of truth. Every flag defaults to None, so
     :func:`settings_from` returns only what the user gave; ``defaults`` (e.g. a preset's)
     are shown in the help instead of the field's."""
     defaults = defaults or {}
     for f in fields(cls):
-        if f.name in skip:
-            continue
-        meta = dict(f.metadata)
-        flag = "--" + f.name.replace("_", "-")
-        shown = _shown(defaults.get(f.name, f.default))
-        limit = getattr(cls, "RANGES", {}).get(f.name)
-        limit = f"; {describe_range(limit)}" if limit else ""
-        choices = getattr(cls, "CHOICES", {}).get(f.name)
-        choice = f"; one of {', '.join(choices)}" if choices else ""
-        kw = {"default": None, "help": f"{meta.get('help', '')} (default: {shown}{limit}{choice})"}
-        if meta.get("metavar"):
-            kw["metavar"] = meta["metavar"]
-        if meta.get("parse"):
-            parser.add_argument(flag, type=meta["parse"], **kw)
-        elif isinstance(f.default, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kw)
-        elif isinstance(f.default, tuple):
-            parser.add_argument(flag, type=str_list, **{"metavar": "LIST", **kw})
-        else:
-            parser.add_argument(flag, type=_value_type(cls, f), **kw)
+        if f.name not in skip:
+            parser.add_argument(*_flag(f), **_argument(cls, f, defaults.get(f.name, f.default)))
+
+
+def _flag(f) -> list[str]:
+    return [f.metadata.get("flag") or "--" + f.name.replace("_", "-")]
+
+
+def _argument(cls, f, default) -> dict:
+    """argparse's keywords for the flag of field ``f``: type, action, help with range."""
+    meta = dict(f.metadata)
+    limit = getattr(cls, "RANGES", {}).get(f.name)
+    limit = f"; {describe_range(limit)}" if limit else ""
+    choices = getattr(cls, "CHOICES", {}).get(f.name)
+    choice = f"; one of {', '.join(choices)}" if choices else ""
+    kw = {"default": None, "dest": f.name,
+          "help": f"{meta.get('help', '')} (default: {_shown(default)}{limit}{choice})"}
+    if meta.get("metavar"):
+        kw["metavar"] = meta["metavar"]
+    if meta.get("parse"):
+        meta["parse"] = _one_line(meta["parse"])
+    if meta.get("append"):                   # repeatable: each use adds one value
+        return {**kw, "action": "append", **({"type": meta["parse"]} if "parse" in meta else {})}
+    if meta.get("switch"):                   # --flag turns it on (no --no-flag)
+        return {**kw, "action": "store_const", "const": True}
+    if meta.get("parse"):
+        return {**kw, "type": meta["parse"]}
+    if isinstance(f.default, bool):
+        return {**kw, "action": argparse.BooleanOptionalAction}
+    if isinstance(f.default, tuple):
+        return {"metavar": "LIST", **kw, "type": str_list}
+    kind = _value_type(cls, f)
+    ranged = getattr(cls, "RANGES", {}).get(f.name)
+    return {**kw, "type": _in_range(kind, ranged) if ranged and kind in (int, float) else kind}
+
+
+def _in_range(kind, text: str):
+    """An argparse type for numbers of ``kind`` inside the interval ``text``: a value out of
+    range is refused while the command line is read, naming the flag and the range."""
+    from lmlow.config import in_range
+
+    def parse(value: str):
+        try:
+            x = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}"
+                                             f", got {value!r}") from None
+        if not in_range(x, text):
+            raise argparse.ArgumentTypeError(f"{value} must be {describe_range(text)}")
+        return x
+    parse.__name__ = f"{kind.__name__} {describe_range(text)}"
+    return parse
+
+
+def _one_line(parse):
+    """A field's parser as an argparse type: its LmlowError becomes argparse's one-line error
+    naming the flag."""
+    from lmlow.errors import LmlowError
+
+    def wrapped(text):
+        try:
+            return parse(text)
+        except LmlowError as e:                   # argparse names the flag itself
+            raise argparse.ArgumentTypeError(re.sub(r"^--[a-z-]+: ", "", str(e))) from None
+    wrapped.__name__ = getattr(parse, "__name__", "value")
+    return wrapped
 
 
 def settings_from(args: argparse.Namespace, cls, skip=()) -> dict:

@@ -18,42 +18,100 @@ this is a proper perplexity).
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
-from dataclasses import asdict, dataclass
+import typing
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
+from lmlow.config import check_values, in_range, setting
 from lmlow.errors import LmlowError
+
+
+TEMPERATURES = "[0.01, 100]"    # besides 0 (greedy); beyond, logits overflow in fp32
 
 
 @dataclass
 class Sampling:
-    temperature: float = 1.0   # 0: greedy
-    top_k: int = 0             # 0: all words
-    top_p: float = 1.0         # 1: all words
-    bias_scale: float = 1.0    # lambda in W h + lambda b
-    no_unk: bool = False       # never sample <unk>
-
-    # beyond these the logits overflow to inf/NaN in fp32 (a temperature of 1e-300, a bias
-    # scale of 1e308): refused instead of sampling garbage
-    TEMPERATURE = (0.01, 100.0)
-    BIAS_SCALE = (-10.0, 10.0)
+    """How the next word is drawn: softmax((W h + lambda b) / T), then top-k, then top-p. The
+    flags of `lmlow generate` and `lmlow bias-sweep` are generated from these fields."""
+    temperature: float = setting(1.0, "divide the logits by T: below 1 sharper, above 1 "
+                                 f"flatter; 0 is greedy; 0 or in {TEMPERATURES}", metavar="T")
+    top_k: int = setting(0, "sample among the K most probable words only; 1 is greedy, 0 all",
+                         metavar="K")
+    top_p: float = setting(1.0, "nucleus sampling: among the most probable words whose "
+                           "probabilities add up to P; 1 all", metavar="P")
+    bias_scale: float = setting(1.0, "multiply the output bias by LAMBDA: 1 is the trained "
+                                "model, 0 drops the bias (Kobayashi et al. 2023)",
+                                metavar="LAMBDA")
+    no_unk: bool = setting(False, "never sample <unk>", switch=True)
+    RANGES: typing.ClassVar[dict] = {"top_k": "[0, inf)", "top_p": "(0, 1]",
+                                     "bias_scale": "[-10, 10]"}
 
     def validate(self) -> "Sampling":
-        lo, hi = self.TEMPERATURE
-        if not (self.temperature == 0 or lo <= self.temperature <= hi):
+        """Beyond the ranges the logits overflow to inf/NaN in fp32 (a temperature of 1e-300,
+        a bias scale of 1e308): refused instead of sampling garbage."""
+        if not (self.temperature == 0 or in_range(self.temperature, TEMPERATURES)):
             raise LmlowError(f"--temperature {self.temperature:g}: must be 0 (greedy) or in "
-                             f"[{lo:g}, {hi:g}]")
-        if self.top_k < 0:
-            raise LmlowError("--top-k must be >= 0 (0: no limit)")
-        if not 0 < self.top_p <= 1:
-            raise LmlowError("--top-p must be in (0, 1]")
-        lo, hi = self.BIAS_SCALE
-        if not (math.isfinite(self.bias_scale) and lo <= self.bias_scale <= hi):
-            raise LmlowError(f"--bias-scale {self.bias_scale:g}: must be in [{lo:g}, {hi:g}] "
-                             "(Kobayashi et al.'s lambda: 1 as trained, 0 no bias)")
+                             f"{TEMPERATURES}")
+        check_values(self)
         return self
+
+
+@dataclass
+class GenerateOptions:
+    """What `lmlow generate` samples (its flags are generated from these fields)."""
+    prompt: str = setting("", "text to continue, tokenised like the corpus (words the "
+                          "vocabulary lacks are read as <unk>)", metavar="TEXT")
+    words: int = setting(50, "tokens to generate per sample, <eos> included", metavar="N")
+    samples: int = setting(1, "number of samples", metavar="N")
+    seed: int = setting(1, "random seed: the same seed gives the same text, and sample i is "
+                        "the same whatever --samples is")
+    RANGES: typing.ClassVar[dict] = {"words": "[0, inf)", "samples": "[1, inf)"}
+
+    def validate(self) -> "GenerateOptions":
+        check_values(self)
+        return self
+
+
+def _lambdas_flag(text: str) -> tuple:
+    return tuple(parse_lambdas(text))
+
+
+@dataclass
+class BiasSweepOptions:
+    """What `lmlow bias-sweep` measures (its flags are generated from these fields)."""
+    lambdas: tuple = setting((0.0, 0.25, 0.5, 0.75, 1.0), "comma-separated bias scales, each "
+                             "in [-10, 10]", parse=_lambdas_flag, metavar="LIST")
+    samples: int = setting(100, "samples per lambda", metavar="N")
+    words: int = setting(100, "tokens per sample", metavar="N")
+    seed: int = setting(1, "random seed of the samples")
+    prompt: str = setting("", "text every sample continues (none: the start of a text)",
+                          metavar="TEXT")
+    split: str = setting("test", "split of the perplexity column")
+    RANGES: typing.ClassVar[dict] = {"words": "[1, inf)", "samples": "[1, inf)"}
+    CHOICES: typing.ClassVar[dict] = {"split": ("train", "valid", "test")}
+
+    def validate(self) -> "BiasSweepOptions":
+        check_values(self)
+        if not self.lambdas:
+            raise LmlowError("--lambdas: give at least one value")
+        self.lambdas = tuple(parse_lambdas(",".join(map(str, self.lambdas))))   # ranges, repeats
+        return self
+
+
+def split_options(options: dict, *classes) -> list:
+    """Keyword options shared out to the settings dataclasses that own them (each
+    validated); one line for a keyword none of them has."""
+    names = [{f.name for f in fields(c)} for c in classes]
+    unknown = set(options) - set().union(*names)
+    if unknown:
+        raise LmlowError(f"unknown option {sorted(unknown)[0]!r}")
+    return [c(**{k: v for k, v in options.items() if k in n}).validate()
+            for c, n in zip(classes, names)]
 
 
 def filter_logits(logits, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0):
@@ -136,17 +194,15 @@ def open_run(run, checkpoint: str | None = None, device: str = "auto"):
     return run if isinstance(run, LSTMRun) else LSTMRun(run, checkpoint, device)
 
 
-def generate(run, prompt: str = "", words: int = 50, samples: int = 1, seed: int = 1,
-             temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-             bias_scale: float = 1.0, no_unk: bool = False, checkpoint: str | None = None,
-             device: str = "auto") -> list[list[str]]:
-    """Sample ``samples`` continuations of ``prompt`` (tokenised like the corpus; unknown
-    words read as ``<unk>``) of ``words`` tokens each from a run (a folder or an open
-    LSTMRun); returns their tokens."""
+def generate(run, checkpoint: str | None = None, device: str = "auto",
+             **options) -> list[list[str]]:
+    """Sample continuations from a run (a folder or an open LSTMRun); returns their tokens.
+    ``options``: :class:`GenerateOptions` (prompt, tokenised like the corpus, unknown words
+    read as ``<unk>``; words; samples; seed) and :class:`Sampling` fields."""
+    opts, sampling = split_options(options, GenerateOptions, Sampling)
     run = open_run(run, checkpoint, device)
-    sampling = Sampling(temperature, top_k, top_p, bias_scale, no_unk)
-    ids = sample_ids(run.model, run.vocab, run.vocab.encode(prompt.split()), words, samples, seed,
-                     sampling, run.device)
+    ids = sample_ids(run.model, run.vocab, run.vocab.encode(opts.prompt.split()), opts.words,
+                     opts.samples, opts.seed, sampling, run.device)
     return [run.vocab.decode(s) for s in ids]
 
 
@@ -163,9 +219,9 @@ def parse_lambdas(text: str) -> list[float]:
         raise LmlowError(f"--lambdas: expected comma-separated numbers, got {text!r}") from None
     if not values or not all(math.isfinite(v) for v in values):
         raise LmlowError(f"--lambdas: expected comma-separated finite numbers, got {text!r}")
-    lo, hi = Sampling.BIAS_SCALE
-    if not all(lo <= v <= hi for v in values):
-        raise LmlowError(f"--lambdas: {text!r}: each must be in [{lo:g}, {hi:g}]")
+    scales = Sampling.RANGES["bias_scale"]
+    if not all(in_range(v, scales) for v in values):
+        raise LmlowError(f"--lambdas: {text!r}: each must be in {scales}")
     if len(set(values)) != len(values):
         raise LmlowError(f"--lambdas: {text!r} repeats a value")
     return values
@@ -184,71 +240,100 @@ def text_row(samples: list[list[int]], vocab, log_u: np.ndarray) -> dict:
             "tokens": int(len(flat))}
 
 
-def bias_sweep(run_dir: Path, lambdas, samples: int = 100, words: int = 100, seed: int = 1,
-               temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, prompt: str = "",
-               no_unk: bool = False, split: str = "test", corpus: Path | None = None,
-               out: Path | None = None, force: bool = False, checkpoint: str = "best",
-               device: str = "auto") -> dict:
+def bias_sweep(run_dir: Path, out: Path | None = None, force: bool = False,
+               corpus: Path | None = None, checkpoint: str = "best", device: str = "auto",
+               **options) -> dict:
     """Kobayashi et al.'s Table 2 for an LSTM run: per lambda, Distinct-1/2 and n-gram diversity
-    of ``samples`` sampled texts of ``words`` tokens, and the lambda-scaled model's perplexity
-    and KL(unigram || mean prediction) on ``split``; plus a row for the split's own text cut
-    into pieces of the same size. Writes OUT/bias_sweep.md, .csv, .json and samples.jsonl
-    (OUT defaults to RUN_DIR/bias-sweep) and returns the JSON's content."""
+    of sampled texts, and the lambda-scaled model's perplexity and KL(unigram || mean
+    prediction) on a split; plus a row for the split's own text cut into pieces of the same
+    size. ``options``: :class:`BiasSweepOptions` and :class:`Sampling` fields (not
+    ``bias_scale``: the lambdas are the scales). Writes OUT/bias_sweep.md, .csv, .json and
+    samples.jsonl (OUT defaults to RUN_DIR/bias-sweep), all or none of them, and returns the
+    JSON's content."""
+    from lmlow.files import atomic_write_json, atomic_write_text, staged_outputs, to_json
+    from lmlow.rundir import RunDir
+    from lmlow.tables import to_csv
+
+    if isinstance(options.get("lambdas"), str):
+        options["lambdas"] = parse_lambdas(options["lambdas"])
+    if "bias_scale" in options:
+        raise LmlowError("bias-sweep: the lambdas are the bias scales; no --bias-scale")
+    opts, sampling = split_options(options, BiasSweepOptions, Sampling)
+    trusted = out is not None
+    out = Path(out) if out else RunDir(run_dir).bias_sweep_dir
+    names = ["bias_sweep.md", "bias_sweep.csv", "bias_sweep.json", "samples.jsonl"]
+    with staged_outputs(out, names, force, trusted) as stage:
+        run = open_run(Path(run_dir), checkpoint, device)
+        result, texts, headers, table = _bias_sweep(run, opts, sampling, corpus, checkpoint)
+        atomic_write_text(stage / names[0], result["markdown"] + "\n")
+        atomic_write_text(stage / names[1], to_csv(headers, table))
+        atomic_write_json(stage / names[2], result)
+        atomic_write_text(stage / names[3], "".join(to_json(t) + "\n" for t in texts))
+    return result
+
+
+def _bias_sweep(run, opts: BiasSweepOptions, sampling: Sampling, corpus, checkpoint):
+    """The sweep's rows (with the split's own text as the last), its samples and its table."""
     from lmlow.analysis.frequency import distribution_stats
     from lmlow.analysis.stats import kl_divergence, unigram_distribution
-    from lmlow.files import atomic_write_json, atomic_write_text, refuse_overwrite, to_json
     from lmlow.model import log_unigram
-    from lmlow.rundir import RunDir
-    from lmlow.tables import markdown, to_csv
+    from lmlow.tables import markdown
 
     import torch
 
-    lambdas = parse_lambdas(lambdas) if isinstance(lambdas, str) else [float(x) for x in lambdas]
-    if not lambdas:
-        raise LmlowError("--lambdas: give at least one value")
-    if samples < 1 or words < 1:
-        raise LmlowError("--samples and --words must be at least 1")
-    run_dir = Path(run_dir)
-    out = Path(out) if out else RunDir(run_dir).bias_sweep_dir
-    names = ["bias_sweep.md", "bias_sweep.csv", "bias_sweep.json", "samples.jsonl"]
-    refuse_overwrite([out / n for n in names], force)
-    run = open_run(run_dir, checkpoint, device)
-    Sampling(temperature, top_k, top_p, 1.0, no_unk).validate()
     vocab, counts = run.vocab, run.vocab.count_array()
     log_u = log_unigram(torch.from_numpy(counts)).double().numpy()
-    ids = np.asarray(run.corpus(corpus).encode(split).ids, dtype=np.int64)
+    ids = np.asarray(run.corpus(corpus).encode(opts.split).ids, dtype=np.int64)
     unigram = unigram_distribution(counts)
-    stats = distribution_stats(run.model, ids, vocab.eos_id, unigram, lambdas,
+    stats = distribution_stats(run.model, ids, vocab.eos_id, unigram, opts.lambdas,
                                run.config.eval_batch_size, run.config.bptt, run.device)
-    prompt_ids = vocab.encode(prompt.split())
+    prompt_ids = vocab.encode(opts.prompt.split())
     rows, texts = [], []
-    for lam in lambdas:
-        sampling = Sampling(temperature, top_k, top_p, lam, no_unk)
-        gen = sample_ids(run.model, vocab, prompt_ids, words, samples, seed, sampling, run.device)
+    for lam in opts.lambdas:
+        scaled = dataclasses.replace(sampling, bias_scale=lam)
+        gen = sample_ids(run.model, vocab, prompt_ids, opts.words, opts.samples, opts.seed,
+                         scaled, run.device)
         st = stats[lam]
         rows.append({"lambda": lam, **text_row(gen, vocab, log_u),
                      "ppl": math.exp(st.cross_entropy),
                      "KL(unigram || mean p)": kl_divergence(unigram, st.mean_distribution)})
         texts += [{"lambda": lam, "sample": i, "text": render(vocab.decode(s))}
                   for i, s in enumerate(gen)]
-    human = [ids[i * words:(i + 1) * words].tolist() for i in range(min(samples, len(ids) // words))]
+    n, w = opts.samples, opts.words
+    human = [ids[i * w:(i + 1) * w].tolist() for i in range(min(n, len(ids) // w))]
     if human:
-        rows.append({"lambda": f"{split} text", **text_row(human, vocab, log_u), "ppl": None,
-                     "KL(unigram || mean p)": None})
-    result = {"run": str(run_dir), "checkpoint": checkpoint, "split": split,
-              "split_tokens": int(len(ids)), "samples": samples, "words": words, "seed": seed,
-              "prompt": prompt, "sampling": asdict(Sampling(temperature, top_k, top_p, 1.0, no_unk)),
-              "rows": rows}
+        rows.append({"lambda": f"{opts.split} text", **text_row(human, vocab, log_u),
+                     "ppl": None, "KL(unigram || mean p)": None})
+    result = {"run": str(run.run_dir), "checkpoint": checkpoint, "split": opts.split,
+              "split_tokens": int(len(ids)), "samples": n, "words": w, "seed": opts.seed,
+              "prompt": opts.prompt, "sampling": asdict(sampling), "rows": rows}
     table = [[("" if r[c] is None else r[c]) for c in SWEEP_COLUMNS] for r in rows]
-    headers = [f"{split} ppl" if c == "ppl" else c for c in SWEEP_COLUMNS]
+    headers = [f"{opts.split} ppl" if c == "ppl" else c for c in SWEEP_COLUMNS]
     result["markdown"] = markdown(headers, table, digits=4)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "bias_sweep.md", result["markdown"] + "\n")
-    atomic_write_text(out / "bias_sweep.csv", to_csv(headers, table))
-    atomic_write_json(out / "bias_sweep.json", result)
-    atomic_write_text(out / "samples.jsonl", "".join(to_json(t) + "\n" for t in texts))
-    return result
+    return result, texts, headers, table
 
 
-__all__ = ["Sampling", "bias_sweep", "filter_logits", "generate", "parse_lambdas", "render",
-           "sample_ids"]
+def sample_texts(run_dir: Path, checkpoint: str | None = None, device: str = "auto",
+                 as_json: bool = False, **options) -> tuple[str | None, list[str]]:
+    """``lmlow generate``: a note naming the prompt's words the vocabulary lacks (None if
+    all are known) and one printable text per sample (a JSON line each with ``as_json``);
+    ``options`` as :func:`generate`'s."""
+    from lmlow.runs import LSTMRun
+
+    run = LSTMRun(run_dir, checkpoint, device)
+    opts, _ = split_options(options, GenerateOptions, Sampling)
+    given = opts.prompt.split()
+    unknown = [w for w in given if w not in run.vocab]
+    note = (f"(read as <unk>, not in the vocabulary: {' '.join(unknown[:10])})"
+            if unknown else None)
+    out = []
+    for i, tokens in enumerate(generate(run, **options)):
+        text = render(given + tokens)
+        out.append(json.dumps({"sample": i, "seed": opts.seed, "prompt": opts.prompt,
+                               "tokens": tokens, "text": text}) if as_json
+                   else ("\n" if i else "") + text)
+    return note, out
+
+
+__all__ = ["BiasSweepOptions", "GenerateOptions", "Sampling", "bias_sweep", "filter_logits",
+           "generate", "parse_lambdas", "render", "sample_ids", "sample_texts"]

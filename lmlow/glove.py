@@ -94,6 +94,14 @@ class GloveReport:
     config: dict
     costs: list[float] = field(default_factory=list)   # weighted squared error per epoch
 
+    def text(self) -> str:
+        """What `lmlow embed` prints: size, time of each stage, final cost, peak memory."""
+        cost = self.costs[-1] if self.costs else float("nan")
+        return (f"{self.vocabulary} words x {self.config['dim']} dims from {self.tokens} tokens "
+                f"({self.cooccurrences} co-occurring pairs); counting {self.seconds_counting:.0f}s, "
+                f"{self.config['epochs']} epochs {self.seconds_training:.0f}s (final cost "
+                f"{cost:.4f}); peak memory {self.peak_memory_mb:.0f} MB")
+
 
 def tool(name: str) -> str:
     """A Stanford GloVe executable: the venv's ``bin`` first, then PATH."""
@@ -232,6 +240,17 @@ def _read_vectors(path: Path, dim: int):
     kv = KeyedVectors(dim)
     kv.add_vectors(words, vectors)
     return kv
+
+
+def embed(texts: list[Path], out: Path, cfg: GloveConfig = GloveConfig(),
+          work_dir: Path | None = None, force: bool = False,
+          show_progress: bool = True) -> tuple[GloveReport, list[Path]]:
+    """``lmlow embed``: train vectors on ``texts`` and write them to ``out`` (GloVe text) and
+    the ``.npz`` beside it; the outputs are checked before hours of work."""
+    cfg.validate()
+    refuse_overwrite([Path(out), Path(out).with_suffix(".npz")], force)
+    kv, report = train_glove(texts, cfg, show_progress, work_dir)
+    return report, save_vectors(kv, out, force=force)
 
 
 def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:

@@ -29,7 +29,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lmlow.config import check_values, setting
+from lmlow.config import check_values, require_vectors_for_extend, setting
 from lmlow.data.corpus import Corpus, head_fraction, write_ids_as_text
 from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
@@ -94,6 +94,15 @@ class NgramConfig:
     train_fraction: float = 1.0    # estimated on this first fraction of the training lines
     kind: str = NGRAM
 
+    def done_line(self, out: Path) -> str:
+        """What `lmlow ngram` prints: the model, its time and memory, its valid perplexity."""
+        ev = NgramRun(out).evaluate("valid")
+        fallback = " with --discount_fallback" if self.discount_fallback else ""
+        return (f"done: {self.order}-gram{fallback} in {self.train_seconds:.0f}s (lmplz peak "
+                f"memory {self.lmplz_peak_rss_mb} MB); valid ppl {ev.perplexity:.2f} "
+                f"({ev.perplexity_excluding_unk:.2f} excluding <unk>) -> "
+                f"{RunDir(out).binary}")
+
     @classmethod
     def load(cls, path: Path) -> "NgramConfig":
         data = read_json(path)
@@ -130,8 +139,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: 
         raise LmlowError(f"--order must be 2 to {MAX_ORDER} (KenLM's query code needs bigrams and "
                          f"was compiled for at most {MAX_ORDER}), got {order}")
     check_values(NgramOptions(order, unk_threshold, memory, None, train_fraction=train_fraction))
-    if extend_vocab and not embeddings:
-        raise LmlowError("--extend-vocab needs --embeddings FILE")
+    require_vectors_for_extend(extend_vocab, embeddings)
     if not re.fullmatch(r"\d+(\.\d+)?[bKMGTPEZY%]?", memory):
         raise LmlowError(f"--memory {memory!r}: expected a size like GNU sort's: 1G, 500M, 20%")
     lmplz, build_binary = find_program("lmplz", BUILD_HINT), find_program("build_binary", BUILD_HINT)
@@ -166,13 +174,13 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
     name, and its temporaries (``*.tmpPID``, lmplz's ``lmplz-tmp-*``) are cleared by the next
     run, which needs no --force (an unfinished n-gram run has nothing to resume)."""
     out_dir = run.path
-    text = temporary_path(out_dir / "train.lmplz.txt")
-    raw_arpa = temporary_path(out_dir / "model.lmplz.arpa")   # before <unk> is renamed
+    text = temporary_path(run.lmplz_text)
+    raw_arpa = temporary_path(run.lmplz_arpa)   # before <unk> is renamed
     arpa, binary_file = temporary_path(run.arpa), temporary_path(run.binary)
     start = time.time()
     try:
         write_training_text(vocab, train_ids, text)
-        cmd = [lmplz, "-o", str(order), "-S", memory, "-T", str(out_dir / "lmplz-tmp-"),
+        cmd = [lmplz, "-o", str(order), "-S", memory, "-T", str(run.lmplz_work),
                "--text", str(text), "--arpa", str(raw_arpa)]
         if prune:
             cmd += ["--prune", *map(str, prune)]
@@ -187,8 +195,7 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
         binary = [build_binary, str(arpa), str(binary_file)]
         run_program(binary, "build_binary", kenlm_message)
         # recorded with the names the temporaries stand for (the .tmpPID files are gone)
-        kept = {str(text): str(out_dir / "train.lmplz.txt"),
-                str(raw_arpa): str(out_dir / "model.lmplz.arpa")}
+        kept = {str(text): str(run.lmplz_text), str(raw_arpa): str(run.lmplz_arpa)}
         cmd = [kept.get(c, c) for c in cmd]
         binary = [build_binary, str(run.arpa), str(run.binary)]
         vocab.save(run.vocab, with_counts=True)
@@ -208,7 +215,7 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
         atomic_write_json(run.summary_file, {"run_dir": str(out_dir), "kind": NGRAM,
                                              "train_seconds": cfg.train_seconds})
     finally:
-        for p in (text, raw_arpa, arpa, binary_file, *out_dir.glob("lmplz-tmp-*")):
+        for p in (text, raw_arpa, arpa, binary_file, *out_dir.glob(run.LMPLZ_TMP + "*")):
             p.unlink(missing_ok=True)
     return cfg
 

@@ -11,7 +11,8 @@ from lmlow.config import EmbeddingRoles
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, atomic_write_text, read_json
 from lmlow.plots import plot_validation_curves
-from lmlow.rundir import NGRAM, RunDir
+from lmlow.rundir import RunDir
+from lmlow.sweepdir import SweepDir
 from lmlow.tables import markdown, to_csv
 
 COLUMNS = ["configuration", "tie", "input", "output", "unigram bias", "seeds", "trainable params",
@@ -150,18 +151,16 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None) ->
                f"not yet: {', '.join(missing)}." if missing else "")
     mixed = mixed_precision(rows)
     partial += f"\n\n**Warning: {mixed}.**" if mixed else ""
-    md = sweep_dir / "results.md"
+    md, csv, js, png = SweepDir(sweep_dir).results
     atomic_write_text(md, f"# {sweep_dir.name}\n\nValidation and test perplexity of each run's "
                       f"best checkpoint; mean and sd over seeds. *converged*: runs (of the seeds) that ended by "
                       f"their early-stopping rule, not by a cap on epochs, updates or time; *best "
                       f"epoch/minutes*: when the best checkpoint was measured (mean).{partial}\n\n"
                       + markdown(COLUMNS, table, digits=4) + "\n")
-    csv = sweep_dir / "results.csv"
     atomic_write_text(csv, to_csv(COLUMNS, table))
-    atomic_write_json(sweep_dir / "results.json", rows)
-    png = sweep_dir / "curves.png"
+    atomic_write_json(js, rows)
     plot_curves(rows, png)
-    return [md, csv, sweep_dir / "results.json", png]
+    return [md, csv, js, png]
 
 
 def plot_curves(rows: list[dict], out: Path) -> None:
@@ -176,3 +175,11 @@ def plot_curves(rows: list[dict], out: Path) -> None:
         elif math.isfinite(row["valid ppl"]):
             baselines[row["configuration"]] = row["valid ppl"]
     plot_validation_curves(series, out, baselines=baselines, colours="tab20", size=(9, 5.5))
+
+
+def report(sweep_dir: Path, baselines: list[Path] | None = None) -> tuple[str, str | None]:
+    """``lmlow report``: write the files and return what to print (the files written and
+    the table) and a warning if the table mixes precisions."""
+    paths = write_report(sweep_dir, baselines)
+    text = "\n".join(f"wrote {p}" for p in paths) + "\n" + paths[0].read_text()
+    return text, mixed_precision(read_json(paths[2]))

@@ -38,11 +38,12 @@ class RunDir:
     LOCK = ".lock"
     STASH = ".replaced"                 # an earlier run, kept until its replacement has started
     ARPA, BINARY = "model.arpa", "model.bin"
+    LMPLZ_TEXT, LMPLZ_ARPA, LMPLZ_TMP = "train.lmplz.txt", "model.lmplz.arpa", "lmplz-tmp-"
     ANALYSIS, BIAS_SWEEP = "analysis", "bias-sweep"
     # everything lmlow itself writes here: what --force clears (other files are left alone)
     OWN_FILES = (CONFIG, VOCAB, METRICS, SUMMARY, FREQUENCY, DATA, ARPA, BINARY, "best.pt",
                  "last.pt", "done")
-    OWN_GLOBS = ("eval_*.json", "*.tmp[0-9]*", "lmplz-tmp-*", "train.lmplz.txt*", "model.lmplz.arpa*")
+    OWN_GLOBS = ("eval_*.json", "*.tmp[0-9]*", LMPLZ_TMP + "*", LMPLZ_TEXT + "*", LMPLZ_ARPA + "*")
     OWN_FOLDERS = (ANALYSIS, BIAS_SWEEP)
 
     def __init__(self, path: Path):
@@ -119,6 +120,21 @@ class RunDir:
     @property
     def binary(self) -> Path:
         return self.path / self.BINARY
+
+    @property
+    def lmplz_text(self) -> Path:
+        """The training text as lmplz reads it (written under a temporary name)."""
+        return self.path / self.LMPLZ_TEXT
+
+    @property
+    def lmplz_arpa(self) -> Path:
+        """lmplz's model before ``<unk>`` is renamed (under a temporary name)."""
+        return self.path / self.LMPLZ_ARPA
+
+    @property
+    def lmplz_work(self) -> Path:
+        """The prefix of lmplz's own temporary files (``-T``)."""
+        return self.path / self.LMPLZ_TMP
 
     @property
     def analysis_dir(self) -> Path:

@@ -4,11 +4,15 @@ mixture. All are :class:`lmlow.evaluate.Scorer` subclasses, so evaluation, scori
 reports treat them alike."""
 from __future__ import annotations
 
+import typing
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from lmlow.checkpoint import fast_matmuls, load_model
+from lmlow.config import check_values, setting
+from lmlow.data.corpus import SPLITS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
@@ -118,3 +122,35 @@ def evaluation(run: RunDir, split: str) -> dict:
     data = load(run.path, checkpoint=checkpoint).evaluate(split).to_dict() | {"checkpoint_mtime": stamp}
     atomic_write_json(cache, data)
     return data
+
+
+@dataclass
+class EvalOptions:
+    """What `lmlow eval` scores (its flags are generated from these fields)."""
+    split: str = setting("valid", "the split to score")
+    reset_lines: bool = setting(False, "start every line from a fresh state, as an n-gram "
+                                "model does", switch=True)
+    batch_size: int | None = setting(None, "LSTM runs: evaluation batch size (none: the "
+                                     "run's; results agree to float rounding)", metavar="N")
+    interpolate: Path | None = setting(None, "mix RUN_DIR word by word with another run over "
+                                       "the same vocabulary (e.g. a KenLM n-gram): p = w p_1 "
+                                       "+ (1 - w) p_2", parse=Path, metavar="RUN_DIR2")
+    weight: float | None = setting(None, "with --interpolate: the weight w of RUN_DIR (none: "
+                                   "tuned by EM on the validation split)", metavar="W")
+    RANGES: typing.ClassVar[dict] = {"batch_size": "[1, inf)", "weight": "[0, 1]"}
+    CHOICES: typing.ClassVar[dict] = {"split": SPLITS}
+
+
+def open_scorer(run_dir: Path, checkpoint: str | None = None, device: str = "auto",
+                opts: EvalOptions = EvalOptions()) -> tuple[Scorer, str]:
+    """What `lmlow eval` scores and its name: a run, or with ``opts.interpolate`` its
+    word-by-word mixture with a second run (``opts.weight`` tuned on valid when not given)."""
+    check_values(opts)
+    if opts.weight is not None and not opts.interpolate:
+        raise LmlowError("--weight needs --interpolate RUN_DIR2")
+    run = load(run_dir, checkpoint, device, batch_size=opts.batch_size)
+    if not opts.interpolate:
+        return run, str(run_dir)
+    mixed = InterpolatedRun(run, load(opts.interpolate, device=device), opts.weight,
+                            reset_lines=opts.reset_lines)
+    return mixed, f"{run_dir} x {mixed.weight:.3f} + {opts.interpolate} x {1 - mixed.weight:.3f}"

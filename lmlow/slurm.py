@@ -33,32 +33,64 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+import typing
+from dataclasses import dataclass
 from pathlib import Path
 
+from lmlow.config import check_values, setting
 from lmlow.errors import LmlowError
 from lmlow.external import find_program, run_program
-from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, read_json
+from lmlow.files import (append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text,
+                         missing_parents, read_json, remove_if_empty)
 from lmlow.rundir import RunDir
+from lmlow.sweepdir import SweepDir
 
-DIR = "slurm"
 LMLOW = [sys.executable, "-m", "lmlow.cli"]
 
 
 @dataclass
 class SlurmOptions:
-    """What a cluster user sets for every task of the array (each task trains one run)."""
-    partition: str | None = None
-    time: str | None = None              # SLURM's format: MM, HH:MM:SS, D-HH...
-    gpus_per_run: int = 0                # >1: the run trains with --nproc (DDP)
-    cpus_per_run: int | None = None
-    mem: str | None = None               # e.g. 16G
-    array_parallelism: int | None = None # the %N throttle: at most N tasks at once
-    account: str | None = None
-    qos: str | None = None
-    sbatch_args: list[str] = field(default_factory=list)   # extra `#SBATCH` options, verbatim
-    setup: list[str] = field(default_factory=list)         # shell lines before the task
-    grace: int = 180                     # seconds of warning before the time limit (SIGUSR1)
+    """What a cluster user sets for every task of the array (each task trains one run); the
+    `lmlow sweep` flags of its SLURM group are generated from these fields."""
+    partition: str | None = setting(None, "partition (sbatch --partition)")
+    time: str | None = setting(None, "time limit per task, SLURM's format (MM, HH:MM:SS, "
+                               "D-HH:MM:SS; e.g. 4:00:00); a run that needs longer saves and "
+                               "requeues itself before it")
+    gpus_per_run: int = setting(0, "GPUs per task (--gres=gpu:N); more than 1 trains with "
+                                "--nproc N (DDP); at most the GPUs of a node", metavar="N")
+    cpus_per_run: int | None = setting(None, "CPU cores per task (--cpus-per-task; also the "
+                                       "run's --threads); at most the cores of a node (none: "
+                                       "the partition's)", metavar="N")
+    mem: str | None = setting(None, "memory per task, a number with K, M, G or T (e.g. 16G)")
+    array_parallelism: int | None = setting(None, "at most N tasks at once (the array's %%N "
+                                            "throttle; none: no limit)", metavar="N")
+    account: str | None = setting(None, "account to charge (sbatch --account)")
+    qos: str | None = setting(None, "quality of service (sbatch --qos)")
+    sbatch_args: list[str] = setting((), "an extra sbatch option for the job script, e.g. "
+                                     "--sbatch-arg=--constraint=a100 (repeatable)",
+                                     flag="--sbatch-arg", metavar="ARG", append=True)
+    setup: list[str] = setting((), "a shell line run before each task, e.g. 'module load cuda' "
+                               "or 'source venv/bin/activate' (repeatable)",
+                               flag="--slurm-setup", metavar="LINE", append=True)
+    grace: int = setting(180, "seconds of warning before the time limit (SIGUSR1: the run "
+                         "saves and requeues); at most a quarter of --time", metavar="S")
+    RANGES: typing.ClassVar[dict[str, str]] = {
+        "gpus_per_run": "[0, inf)", "cpus_per_run": "[1, inf)", "array_parallelism": "[1, inf)",
+        "grace": "[0, inf)"}
+
+    def validate(self) -> "SlurmOptions":
+        """Every value in its range and safe in a job script: one line naming the flag."""
+        check_values(self)
+        if self.time:
+            minutes(self.time)
+        if self.mem and not re.fullmatch(r"[1-9][0-9]*[KMGT]?", str(self.mem)):
+            raise LmlowError(f"--mem {self.mem!r}: expected a number with an optional unit K, "
+                             "M, G or T (SLURM's format, e.g. 16G)")
+        for arg in self.sbatch_args:
+            _safe("--sbatch-arg", arg)
+        for line in self.setup:                  # the user's own shell lines: one line each
+            _safe("--slurm-setup", line, quotes_ok=True)
+        return self
 
 
 _HINT = ("--executor slurm needs SLURM's client commands (on a login node of the cluster, or "
@@ -76,7 +108,7 @@ def _run(cmd: list[str]) -> str:
 # --------------------------------------------------------------------------- the queue
 
 def jobs(out: Path) -> list[dict]:
-    f = Path(out) / DIR / "jobs.json"
+    f = SweepDir(out).jobs_file
     return read_json(f) if f.exists() else []
 
 
@@ -85,7 +117,7 @@ def queued(out: Path) -> dict[str, dict]:
     submitted = jobs(out)
     if not submitted:
         return {}
-    lists = {str(j["job"]): (Path(out) / DIR / j["runs"]).read_text().split() for j in submitted}
+    lists = {str(j["job"]): (SweepDir(out).slurm / j["runs"]).read_text().split() for j in submitted}
     text = _run([_program("squeue"), "-h", "-r", "-u", getpass.getuser(),
                  "-o", "%F|%K|%T|%N|%r"])
     found = {}
@@ -143,18 +175,12 @@ def _directive(flag: str, value, what: str | None = None) -> str:
 
 def job_script(out: Path, runs_file: Path, n: int, opts: SlurmOptions) -> str:
     out = Path(out).resolve()
-    if opts.mem and not re.fullmatch(r"[1-9][0-9]*[KMGT]?", str(opts.mem)):
-        raise LmlowError(f"--mem {opts.mem!r}: expected a number with an optional unit K, M, G "
-                         "or T (SLURM's format, e.g. 16G)")
-    for arg in opts.sbatch_args:
-        _safe("--sbatch-arg", arg)
-    for line in opts.setup:                  # the user's own shell lines: one line each
-        _safe("--slurm-setup", line, quotes_ok=True)
+    opts.validate()
     throttle = f"%{opts.array_parallelism}" if opts.array_parallelism else ""
     lines = ["#!/bin/bash",
              _directive("job-name", f"lmlow-{out.name}", "--out"),
              f"#SBATCH --array=0-{n - 1}{throttle}",
-             _directive("output", f"{out}/logs/slurm-%A_%a.out", "--out"),
+             _directive("output", f"{SweepDir(out).logs}/slurm-%A_%a.out", "--out"),
              "#SBATCH --open-mode=append",
              "#SBATCH --requeue",
              f"#SBATCH --signal=B:USR1@{grace(opts)}"]
@@ -180,37 +206,61 @@ def submit(runs, out: Path, opts: SlurmOptions, log=print) -> str | None:
     array; returns its job id (None if nothing needed submitting)."""
     from lmlow.sweep import record_plan
 
-    if opts.time:
-        minutes(opts.time)       # a bad limit is refused before anything is written
-    job_script(Path(out), Path(out) / DIR / "check.runs", 1, opts)   # every value, before writing
+    job_script(Path(out), SweepDir(out).slurm / "check.runs", 1, opts)   # every value, first
     _program("sbatch")
     out = Path(out)
-    record_plan(runs, out)
-    in_queue = queued(out)
-    finished = [r for r in runs if RunDir(out / r.folder).finished]
-    busy = [r for r in runs if r.folder in in_queue or RunDir(out / r.folder).locked_by()]
-    todo = [r for r in runs if r not in finished and r not in busy]
-    log(f"{len(runs)} runs: {len(finished)} finished, {len(busy)} queued or running, "
-        f"{len(todo)} to submit")
-    if not todo:
-        return None
-    (out / DIR).mkdir(exist_ok=True)
-    (out / "logs").mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    runs_file, script = out / DIR / f"array-{stamp}.runs", out / DIR / f"array-{stamp}.sh"
-    atomic_write_text(runs_file, "".join(r.folder + "\n" for r in todo))
-    atomic_write_text(script, job_script(out, runs_file, len(todo), opts))
+    before = _Before(out)
     try:
-        job = _run([_program("sbatch"), "--parsable", str(script)]).strip().split(";")[0]
-    except LmlowError:
-        runs_file.unlink()
-        script.unlink()
+        record_plan(runs, out)
+        todo = _to_submit(runs, out, log)
+        if not todo:
+            return None
+        sweep = SweepDir(out)
+        sweep.slurm.mkdir(exist_ok=True)
+        sweep.logs.mkdir(exist_ok=True)
+        runs_file, script = sweep.array_files(time.strftime("%Y%m%d-%H%M%S"))
+        atomic_write_text(runs_file, "".join(r.folder + "\n" for r in todo))
+        atomic_write_text(script, job_script(out, runs_file, len(todo), opts))
+        try:
+            job = _run([_program("sbatch"), "--parsable", str(script)]).strip().split(";")[0]
+        except BaseException:
+            runs_file.unlink()
+            script.unlink()
+            raise
+    except BaseException:
+        before.restore()                 # a rejected submission leaves the folder as it was
         raise
-    atomic_write_json(out / DIR / "jobs.json", [*jobs(out), {
+    atomic_write_json(SweepDir(out).jobs_file, [*jobs(out), {
         "job": job, "script": script.name, "runs": runs_file.name, "tasks": len(todo),
         "submitted": time.strftime("%Y-%m-%d %H:%M:%S")}])
     log(f"submitted job array {job} ({len(todo)} tasks): {script}")
     return job
+
+
+def _to_submit(runs, out: Path, log) -> list:
+    """The runs neither finished nor held by SLURM or a trainer."""
+    split = SweepDir(out).split(runs, queued(out))
+    log(split.line("queued or running").replace("to run", "to submit"))
+    return split.todo
+
+
+class _Before:
+    """What a submission may change in the sweep folder (its plan, its slurm/ and logs/
+    folders, the folder itself), to put back if sbatch refuses the job."""
+
+    def __init__(self, out: Path):
+        sweep = SweepDir(out)
+        self.plan = sweep.plan_file
+        self.plan_text = self.plan.read_bytes() if self.plan.is_file() else None
+        self.created = [d for d in (sweep.slurm, sweep.logs) if not d.exists()]
+        self.created += missing_parents(out)
+
+    def restore(self) -> None:
+        if self.plan_text is None:
+            self.plan.unlink(missing_ok=True)
+        else:
+            atomic_write_bytes(self.plan, self.plan_text)
+        remove_if_empty(self.created)
 
 
 def cancel(out: Path, log=print) -> int:
@@ -237,7 +287,7 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
         raise LmlowError(f"{runs_file}: no task {index} (it lists {len(folders)} runs)")
     plan = {run.folder: run for run in load_plan(out) or []}
     if folders[index] not in plan:
-        raise LmlowError(f"{out}/sweep.json: no run {folders[index]} (the sweep was planned "
+        raise LmlowError(f"{SweepDir(out).plan_file}: no run {folders[index]} (the sweep was planned "
                          "again without it); nothing to train")
     run = plan[folders[index]]
     rundir = RunDir(out / run.folder)
@@ -250,7 +300,7 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
         cmd += ["--threads", str(threads)]
     if gpus > 1:
         cmd += ["--nproc", str(gpus)]
-    log = out / "logs" / f"{run.folder}.log"
+    log = SweepDir(out).log(run.folder)
     log.parent.mkdir(exist_ok=True)
     with open(log, "a") as f:
         f.write(f"== slurm task {job} on {socket.gethostname()} at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
@@ -268,11 +318,12 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
             signal.signal(sig, forward)
         code = proc.wait()
     finished = rundir.finished
-    (out / DIR / "outcomes").mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / DIR / "outcomes" / f"{run.folder}.json", {
+    sweep = SweepDir(out)
+    sweep.outcome(run.folder).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(sweep.outcome(run.folder), {
         "job": job, "node": socket.gethostname(), "exit": code, "finished": finished,
         "time": time.strftime("%Y-%m-%d %H:%M:%S")})
-    append_jsonl(out / DIR / "history.jsonl", {"run": run.folder, "job": job, "exit": code,
+    append_jsonl(sweep.history, {"run": run.folder, "job": job, "exit": code,
                                                 "finished": finished})
     if requeue and not finished and "SLURM_JOB_ID" in os.environ:
         subprocess.run([_program("scontrol"), "requeue", job])
@@ -280,53 +331,44 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
     return code
 
 
-# --------------------------------------------------------------------------- status
-
-def status(out: Path) -> list[dict]:
-    """Every run of the sweep: finished, running (job, node), pending, failed (exit status,
-    the log's last lines), stopped (resumable) or not submitted; from the run folders and
-    the scheduler."""
-    from lmlow.sweep import PLAN, load_plan
-
-    out = Path(out)
-    plan = load_plan(out)
-    if plan is None:
-        raise LmlowError(f"{out}: not a sweep folder (no {PLAN})")
-    in_queue = queued(out) if jobs(out) else {}
-    rows = []
-    for run in plan:
-        folder = run.folder
-        rundir = RunDir(out / folder)
-        row = {"run": folder, "state": "not submitted", "job": "", "node": "", "progress": "",
-               "detail": ""}
-        if rundir.last.exists() or rundir.finished:
-            metrics = rundir.metrics()
-            if metrics:
-                row["progress"] = f"epoch {metrics[-1].get('epoch', 0):g}, step {metrics[-1].get('step', 0)}"
-        outcome = out / DIR / "outcomes" / f"{folder}.json"
-        ended = read_json(outcome) if outcome.exists() else None
-        if rundir.finished:
-            s = rundir.summary()
-            ppl = s.get("best_valid_ppl")
-            row.update(state="finished", detail=f"best valid ppl {ppl:.2f}" if ppl else "")
-        elif folder in in_queue:
-            q = in_queue[folder]
-            row.update(state=q["state"], job=q["job"], node=q["node"],
-                       detail=q["reason"] if q["state"] == "pending" else "")
-        elif (holder := rundir.locked_by()):
-            row.update(state="running", detail=f"outside this sweep's jobs: {holder}")
-        elif ended and ended["exit"] > 0 and ended["exit"] not in (130, 143):   # not a signal
-            row.update(state="failed", job=ended["job"], node=ended["node"],
-                       detail=f"exit {ended['exit']}: " + " | ".join(_log_tail(out, folder)))
-        elif rundir.last.exists():
-            row.update(state="stopped", detail="resumable: run the sweep command again")
-        rows.append(row)
-    return rows
+def task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int | None = None) -> None:
+    """``lmlow sweep-task``: :func:`run_task`, with a failed training as a one-line error
+    whose exit status is the training's (128 + N for a signal)."""
+    code = run_task(out, runs_file, index, gpus, threads)
+    if code:
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        e = LmlowError(f"the run's `lmlow train` {how}; its output is in {SweepDir(out).logs}/")
+        e.exit_code = code if code > 0 else 128 - code
+        raise e
 
 
-def _log_tail(out: Path, folder: str, n: int = 2) -> list[str]:
-    log = out / "logs" / f"{folder}.log"
-    if not log.exists():
-        return []
-    lines = [l.strip() for l in log.read_text(errors="replace").replace("\r", "\n").splitlines()]
-    return [l for l in lines if l][-n:]
+# --------------------------------------------------------------------------- the executor
+
+class Slurm:
+    """``--executor slurm``: the runs as one job array; status from the queue and the tasks'
+    outcomes; cancel through scancel."""
+
+    def __init__(self, opts: SlurmOptions):
+        self.opts = opts
+
+    def run(self, runs, out: Path, log=print) -> str:
+        if submit(runs, out, self.opts, log) is None:
+            return "nothing to submit"
+        return (f"`lmlow sweep {out} --status` shows progress; the same sweep command submits "
+                "what is neither finished nor queued")
+
+    @staticmethod
+    def status(out: Path) -> list[dict]:
+        from lmlow.sweep import status
+        return status(out, queued(out) if jobs(out) else {})
+
+    @staticmethod
+    def cancel(out: Path, log=print) -> int:
+        return cancel(out, log)
+
+
+def executor_of(out: Path):
+    """The executor a sweep folder was run with: SLURM if it has submitted jobs."""
+    from lmlow.sweep import Local
+    return Slurm(SlurmOptions()) if SweepDir(out).jobs_file.exists() else Local()
+

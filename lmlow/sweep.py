@@ -13,15 +13,18 @@ import shlex
 import subprocess
 import sys
 import time
+import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from lmlow.config import Config, EmbeddingRoles, check_settings, load_table, table1_configurations
+from lmlow.config import (PRESETS, Config, EmbeddingRoles, check_settings, check_values,
+                          load_table, setting, table1_configurations)
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, read_json
+from lmlow.flags import int_list, str_list
 from lmlow.rundir import RunDir, RunLocked
+from lmlow.sweepdir import SweepDir
 
-PLAN = "sweep.json"                 # every planned run of a sweep folder
 ELSEWHERE = RunLocked.exit_code     # a task's exit status when another process holds the run
 
 # Kummerfeld et al. section 3: the six best configurations of Table 1 (outputs never frozen).
@@ -34,6 +37,46 @@ SIX = [
     ("ours-random-output", dict(tie=False, freeze_input=True, init=("glove",))),
 ]
 GRIDS = ("table1", "six", "unk", "pretrain", "datasize")
+
+
+def _names(text: str) -> tuple:
+    return tuple(str_list(text))
+
+
+def _ints(text: str) -> tuple:
+    return tuple(int_list(text))
+
+
+@dataclass
+class SweepOptions:
+    """What `lmlow sweep` trains and how (its flags are generated from these fields; every
+    train setting after them applies to every run)."""
+    grid: str | None = setting(None, "table1, six, unk, pretrain, datasize or FILE.toml")
+    preset: str = setting("small", "defaults of every run")
+    embeddings: tuple = setting((), "vectors for pretrained configurations (several for "
+                                "--grid pretrain)", parse=_names, metavar="FILE[,FILE...]")
+    seeds: tuple = setting((1,), "comma-separated seeds, each in [0, 4294967295]",
+                           parse=_ints, metavar="LIST")
+    values: tuple | None = setting(None, "the unk grid's K values or the datasize grid's "
+                                   "fractions, comma-separated", parse=_names, metavar="LIST")
+    unigram: bool = setting(False, "add the log-unigram output bias init to every "
+                            "configuration (the paper's grids do not use it)", switch=True)
+    jobs: int = setting(1, "runs at a time; CPU threads are split between them", metavar="N")
+    executor: str = setting("local", "local: run here, --jobs at a time; slurm: submit one "
+                            "SLURM job array (one task per run not finished or queued) and "
+                            "return")
+    RANGES: typing.ClassVar[dict] = {"jobs": "[1, inf)"}
+    CHOICES: typing.ClassVar[dict] = {"preset": tuple(PRESETS), "executor": ("local", "slurm")}
+
+    def validate(self) -> "SweepOptions":
+        check_values(self)
+        return self
+
+    def plan(self, corpus: Path, out: Path, extra: dict) -> list[Run]:
+        if not self.grid:
+            raise LmlowError("give --grid GRID and --out SWEEP_DIR (or --status / --cancel)")
+        return plan(corpus, out, self.grid, list(self.seeds), self.preset,
+                    list(self.embeddings), self.values and list(self.values), extra, self.unigram)
 
 
 @dataclass
@@ -179,65 +222,71 @@ def record_plan(runs: list[Run], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     new = {r.folder: r for r in runs}
     merged = [new.pop(r.folder, r) for r in load_plan(out) or []] + list(new.values())
-    atomic_write_json(out / PLAN, [r.__dict__ for r in merged])
+    atomic_write_json(SweepDir(out).plan_file, [r.__dict__ for r in merged])
 
 
 def load_plan(out: Path) -> list[Run] | None:
     """The runs :func:`record_plan` wrote, or None for a folder that has no plan."""
-    plan = Path(out) / PLAN
+    plan = SweepDir(out).plan_file
     return [Run(**r) for r in read_json(plan)] if plan.exists() else None
 
 
 def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
             log=print) -> list[tuple[Run, int]]:
-    """Run the unfinished runs, ``jobs`` at a time with the CPU cores split between them."""
+    """Run the unfinished runs, ``jobs`` at a time with the CPU cores split between them;
+    each run's exit status (0, ELSEWHERE or a failure)."""
     import lmlow.runs  # noqa: F401  (scoring's modules now: a sweep runs for days, and lmlow
     #                    upgraded on disk meanwhile must not mix two versions in this process)
     record_plan(runs, out)
-    lmlow = [sys.executable, "-m", "lmlow.cli"]
-    unfinished = [r for r in runs if not RunDir(out / r.folder).finished]
-    elsewhere = [r for r in unfinished if RunDir(out / r.folder).locked_by()]
-    todo = [r for r in unfinished if r not in elsewhere]
-    log(f"{len(runs)} runs, {len(runs) - len(unfinished)} finished, "
-        f"{len(elsewhere)} running elsewhere, {len(todo)} to run, {jobs} at a time")
-    results = [(r, ELSEWHERE) for r in elsewhere]
+    sweep = SweepDir(out)
+    split = sweep.split(runs)
+    log(f"{split.line()}, {jobs} at a time")
+    results = [(r, ELSEWHERE) for r in split.busy]
     per_job = threads or max(1, (os.cpu_count() or 1) // jobs)
     env = dict(os.environ, OMP_NUM_THREADS=str(per_job))
-    active = []
+    todo, active = list(split.todo), []
     while todo or active:
         while todo and len(active) < jobs:
-            run = todo.pop(0)
-            cmd = command(run, out, lmlow)        # now: another sweep may have got there first
-            if cmd is None:
-                done = RunDir(out / run.folder).finished
-                log(f"{'done (elsewhere)' if done else 'running elsewhere'} {run.folder}")
-                results.append((run, 0 if done else ELSEWHERE))
-                continue
-            if "--resume" not in cmd and not run.settings.get("threads"):
-                cmd += ["--threads", str(per_job)]    # the sweep's share, unless it gave one
-            (out / "logs").mkdir(exist_ok=True)
-            logf = open(out / "logs" / f"{run.folder}.log", "a")
-            log(f"start {run.folder}")
-            active.append((run, subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env), logf))
+            started = _start(todo.pop(0), sweep, per_job, env, log)
+            (results if len(started) == 2 else active).append(started)
         time.sleep(0.5)
-        for item in list(active):
-            run, proc, logf = item
-            if proc.poll() is not None:
-                logf.close()
-                active.remove(item)
-                code = proc.returncode
-                if code != 0 and RunDir(out / run.folder).finished:
-                    code = 0                      # finished meanwhile by another sweep
-                elif code != 0 and RunDir(out / run.folder).locked_by():
-                    code = ELSEWHERE
-                if code == 0:
-                    code = _score_now(RunDir(out / run.folder), per_job, log)
-                results.append((run, code))
-                tail = (out / "logs" / f"{run.folder}.log").read_text(errors="replace").strip().splitlines()[-1:]
-                state = {0: "done", ELSEWHERE: "running elsewhere"}.get(code, "FAILED")
-                log(f"{state} {run.folder}"
-                    + ("" if code in (0, ELSEWHERE) else f": {tail[0] if tail else ''}"))
+        for item in [a for a in active if a[1].poll() is not None]:
+            active.remove(item)
+            results.append((item[0], _ended(*item, sweep, per_job, log)))
     return results
+
+
+def _start(run: Run, sweep: SweepDir, per_job: int, env: dict, log):
+    """Start a run's `lmlow train`: (the run, its process, its log); or, when another sweep
+    got there first, (the run, its status)."""
+    cmd = command(run, sweep.path, [sys.executable, "-m", "lmlow.cli"])
+    if cmd is None:
+        done = sweep.run(run.folder).finished
+        log(f"{'done (elsewhere)' if done else 'running elsewhere'} {run.folder}")
+        return run, 0 if done else ELSEWHERE
+    if "--resume" not in cmd and not run.settings.get("threads"):
+        cmd += ["--threads", str(per_job)]    # the sweep's share, unless it gave one
+    sweep.logs.mkdir(exist_ok=True)
+    logf = open(sweep.log(run.folder), "a")
+    log(f"start {run.folder}")
+    return run, subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env), logf
+
+
+def _ended(run: Run, proc, logf, sweep: SweepDir, per_job: int, log) -> int:
+    """A run's exit status once its process ended (finished or held by another sweep count
+    as such), scored as soon as it finished."""
+    logf.close()
+    code, folder = proc.returncode, sweep.run(run.folder)
+    if code != 0 and folder.finished:
+        code = 0                      # finished meanwhile by another sweep
+    elif code != 0 and folder.locked_by():
+        code = ELSEWHERE
+    if code == 0:
+        code = _score_now(folder, per_job, log)
+    state = {0: "done", ELSEWHERE: "running elsewhere"}.get(code, "FAILED")
+    tail = sweep.log_tail(run.folder, 1)
+    log(f"{state} {run.folder}" + ("" if code in (0, ELSEWHERE) else f": {''.join(tail)}"))
+    return code
 
 
 def _score_now(run: RunDir, threads: int, log) -> int:
@@ -262,3 +311,80 @@ def _score_now(run: RunDir, threads: int, log) -> int:
 def dry_run(runs: list[Run], out: Path) -> list[str]:
     lmlow = ["lmlow"]
     return [shlex.join(c) for r in runs if (c := command(r, out, lmlow))]
+
+
+# --------------------------------------------------------------------------- executors, status
+
+class Local:
+    """``--executor local``: the runs here, ``jobs`` at a time; status from the run folders."""
+
+    def __init__(self, jobs: int = 1, threads: int | None = None):
+        self.jobs, self.threads = jobs, threads
+
+    def run(self, runs: list[Run], out: Path, log=print) -> str:
+        results = execute(runs, out, self.jobs, self.threads, log)
+        failed = [r.folder for r, code in results if code not in (0, ELSEWHERE)]
+        if failed:
+            raise LmlowError(f"{len(failed)} runs failed ({', '.join(failed[:3])}...); see "
+                             f"{SweepDir(out).logs}/; the same command retries them")
+        elsewhere = sum(code == ELSEWHERE for _, code in results)
+        return (f"done{f'; {elsewhere} runs are being trained by another process' if elsewhere else ''}"
+                f"; `lmlow report {out}` writes the table")
+
+    @staticmethod
+    def status(out: Path) -> list[dict]:
+        return status(out, {})
+
+    @staticmethod
+    def cancel(out: Path, log=print) -> int:
+        raise LmlowError(f"{out}: a local sweep; stop it with Ctrl-C where it runs (its runs "
+                         "keep their last.pt)")
+
+
+def status(out: Path, in_queue: dict) -> list[dict]:
+    """Every run of the sweep: finished, running (job, node), pending, failed (exit status,
+    the log's last lines), stopped (resumable) or not submitted; from the run folders and
+    ``in_queue`` (the scheduler's view: folder -> job, state, node, reason)."""
+    plan = load_plan(out)
+    if plan is None:
+        raise LmlowError(f"{out}: not a sweep folder (no {SweepDir.PLAN})")
+    return [_status_row(SweepDir(out), run.folder, in_queue) for run in plan]
+
+
+def _status_row(sweep: SweepDir, folder: str, in_queue: dict) -> dict:
+    run = sweep.run(folder)
+    row = {"run": folder, "state": "not submitted", "job": "", "node": "", "progress": "",
+           "detail": ""}
+    metrics = run.metrics() if run.last.exists() or run.finished else []
+    if metrics:
+        row["progress"] = f"epoch {metrics[-1].get('epoch', 0):g}, step {metrics[-1].get('step', 0)}"
+    outcome = sweep.outcome(folder)
+    ended = read_json(outcome) if outcome.exists() else None
+    if run.finished:
+        ppl = run.summary().get("best_valid_ppl")
+        row.update(state="finished", detail=f"best valid ppl {ppl:.2f}" if ppl else "")
+    elif folder in in_queue:
+        q = in_queue[folder]
+        row.update(state=q["state"], job=q["job"], node=q["node"],
+                   detail=q["reason"] if q["state"] == "pending" else "")
+    elif (holder := run.locked_by()):
+        row.update(state="running", detail=f"outside this sweep's jobs: {holder}")
+    elif ended and ended["exit"] > 0 and ended["exit"] not in (130, 143):   # not a signal
+        row.update(state="failed", job=ended["job"], node=ended["node"],
+                   detail=f"exit {ended['exit']}: " + " | ".join(sweep.log_tail(folder)))
+    elif run.last.exists():
+        row.update(state="stopped", detail="resumable: run the sweep command again")
+    return row
+
+
+def status_text(rows: list[dict]) -> str:
+    """`lmlow sweep --status`: the table and a count per state."""
+    from lmlow.tables import markdown
+
+    cols = ["run", "state", "job", "node", "progress", "detail"]
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["state"]] = counts.get(r["state"], 0) + 1
+    return (markdown(cols, [[r[c] for c in cols] for r in rows]) + "\n"
+            + ", ".join(f"{n} {state}" for state, n in counts.items()))
+

@@ -840,3 +840,51 @@ def _finish(trainer: Trainer) -> dict:
         atomic_write_json(trainer.rundir.summary_file, summary)
     leave(trainer.world)
     return summary
+
+
+def run_command(corpus: Path | None, out: Path | None, resume_dir: Path | None = None,
+                config: Path | None = None, preset: str | None = None, settings: dict | None = None,
+                force: bool = False, quiet: bool = False, nproc: int = 1,
+                argv: list[str] = ()) -> dict | None:
+    """``lmlow train``: a new run or a resumed one, in this process or, with ``nproc`` > 1,
+    in N processes under torchrun (``argv`` is the command to run there). The summary on the
+    process that reports (rank 0 of this one), else None."""
+    from lmlow.config import build_config
+    from lmlow.distributed import check_resumable, relaunch
+
+    settings = dict(settings or {})
+    if resume_dir:
+        if nproc > 1:
+            check_resumable(RunDir(resume_dir).last, nproc)
+            return relaunch(nproc, argv)
+        summary = resume(resume_dir, quiet=quiet, corpus=corpus, out=out, config=config,
+                         preset=preset, **settings)
+        return summary if world_from_env().main else None
+    if out is None:
+        raise LmlowError("give --out RUN_DIR (or --resume RUN_DIR)")
+    if corpus is not None:
+        settings["corpus"] = str(corpus)
+    cfg = build_config(preset, config, **settings)
+    if not cfg.corpus:
+        raise LmlowError("give a CORPUS folder (or corpus in --config)")
+    if nproc > 1:
+        _check_launchable(cfg, out, force, nproc)
+        return relaunch(nproc, argv)
+    summary = train(cfg, out, force=force, quiet=quiet)
+    return summary if world_from_env().main else None
+
+
+def _check_launchable(cfg: Config, out: Path, force: bool, nproc: int) -> None:
+    """What would fail in every one of the N processes is said once, here."""
+    columns(World(0, nproc), cfg.batch_size)          # a batch that does not split
+    if not Path(cfg.corpus).is_dir():
+        raise LmlowError(f"{cfg.corpus}: no such corpus folder")
+    RunDir(out).check_new(force, f"use --resume {out} to continue it, or ")
+
+
+def done_line(summary: dict) -> str:
+    ppl = summary["best_valid_ppl"]
+    return (f"done: {summary['epochs']} epochs, {summary['steps']} updates, "
+            f"{summary['train_seconds']:.0f}s; best valid ppl "
+            f"{'n/a' if ppl is None else f'{ppl:.2f}'} -> {summary['checkpoint']}")
+

@@ -214,7 +214,7 @@ def test_no_traceback_from_the_real_executable(places):
     """The table runs in-process; one case through a real subprocess, as a user would."""
     r = subprocess.run([sys.executable, "-m", "lmlow.cli", "train", str(places["C"]), "--out",
                         str(places["root"] / "o"), "--lr", "nan"], capture_output=True, text=True)
-    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "--lr nan" in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--lr: nan must be > 0" in r.stderr
 
 
 def test_gzip_corpus_error_names_the_file(tmp_path, capsys):

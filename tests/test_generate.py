@@ -79,7 +79,7 @@ def test_no_unk(run):
 
 
 def test_bias_sweep(run, tmp_path):
-    r = bias_sweep(run, [0, 0.5, 1], samples=6, words=20, seed=3, out=tmp_path / "s")
+    r = bias_sweep(run, lambdas=[0, 0.5, 1], samples=6, words=20, seed=3, out=tmp_path / "s")
     rows = r["rows"]
     assert [x["lambda"] for x in rows] == [0, 0.5, 1, "test text"]
     ev = load(run).evaluate("test")
@@ -96,7 +96,7 @@ def test_bias_sweep(run, tmp_path):
     lines = (tmp_path / "s" / "samples.jsonl").read_text().splitlines()
     assert len(lines) == 3 * 6 and json.loads(lines[0])["lambda"] == 0
     with pytest.raises(LmlowError, match="--force"):
-        bias_sweep(run, [1], samples=1, words=5, out=tmp_path / "s")
+        bias_sweep(run, lambdas=[1], samples=1, words=5, out=tmp_path / "s")
 
 
 @pytest.mark.parametrize("text", ["a,b", "", "1,nan", "0,1,1"])

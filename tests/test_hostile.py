@@ -245,7 +245,7 @@ def test_the_sweep_threads_reach_its_runs_once(speech_corpus, tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["generate", "--bias-scale", "1e308"], "--bias-scale 1e+308: must be in [-10, 10]"),
+    (["generate", "--bias-scale", "1e308"], "--bias-scale: 1e308 must be in [-10, 10]"),
     (["generate", "--temperature", "1e-300"], "--temperature 1e-300: must be 0 (greedy) or in"),
     (["bias-sweep", "--lambdas", "0,1e300", "--samples", "1"], "each must be in [-10, 10]"),
 ])
@@ -299,3 +299,168 @@ def test_a_malformed_npz_is_one_line(words, vectors, message, tmp_path):
     np.savez(path, words=words, vectors=vectors)
     with pytest.raises(LmlowError, match=message):
         load_vectors(path)
+
+
+# ---- every command that writes several files: all of them or none, a lock, a full disk
+
+MINI = __import__("pathlib").Path(__file__).resolve().parents[1] / "corpora" / "pydocs-mini"
+STAGE = ".lmlow-stage.tmp"
+
+
+def _writing_command(name, stopped_run, tmp_path):
+    """(arguments, output folder, the output names) of one writing command on real input."""
+    out = tmp_path / "out"
+    if name == "unk":
+        return ["unk", MINI, "--unk-threshold", "3", "--out", out], out, \
+            ["train.txt", "valid.txt", "test.txt"]
+    if name == "prepare":
+        return ["prepare", MINI / "train.txt", "--tokenizer", "whitespace", "--documents",
+                "line", "--out", out], out, \
+            ["train.txt", "valid.txt", "test.txt"]
+    run = copy_run(stopped_run, tmp_path / "run")
+    if name == "analyze":
+        return ["analyze", run, "--out", out], out, ["analysis.json", "bias_vs_frequency.png"]
+    return ["bias-sweep", run, "--lambdas", "0,1", "--samples", "3", "--words", "20",
+            "--out", out], out, ["bias_sweep.json", "bias_sweep.md", "samples.jsonl"]
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("command", ["unk", "prepare", "analyze", "bias-sweep"])
+def test_a_killed_writer_leaves_no_partial_output(command, sig, stopped_run, tmp_path):
+    """SIGTERM or kill -9 while the outputs are being made: none of them under its final name
+    (SIGTERM: no folder either), and the same command then works without --force and clears
+    what the killed one left."""
+    import signal
+    args, out, names = _writing_command(command, stopped_run, tmp_path)
+    ready = lambda: out.is_dir() and any(p.name.startswith(STAGE) for p in out.iterdir())
+    code, err = _start_and_kill(args, ready, getattr(signal, sig))
+    assert code == (143 if sig == "SIGTERM" else -9), err
+    if sig == "SIGTERM":
+        assert "Traceback" not in err and "terminated" in err and not out.exists()
+    assert not any((out / n).exists() for n in names)
+    again = lmlow(*args)
+    assert again.returncode == 0, again.stderr
+    assert all((out / n).exists() for n in names)
+    assert not [p for p in out.iterdir() if STAGE in p.name or ".tmp" in p.name]
+
+
+@pytest.mark.parametrize("command", ["unk", "prepare", "analyze", "bias-sweep"])
+def test_a_second_writer_into_the_same_folder_is_refused(command, stopped_run, tmp_path):
+    """While one command holds the output folder (its flock, held here as the first process
+    would), a second is refused in one line and writes nothing."""
+    import fcntl
+    args, out, names = _writing_command(command, stopped_run, tmp_path)
+    out.mkdir()
+    fd = os.open(out, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        r = lmlow(*args)
+    finally:
+        os.close(fd)
+    assert r.returncode == 1 and "another lmlow command is writing there" in r.stderr
+    assert not list(out.iterdir())
+
+
+def _limited(args, kib, cache):
+    """``lmlow ARGS`` under a file-size limit of ``kib`` KiB: what a full disk looks like to
+    the writer (EFBIG; Python ignores SIGXFSZ), and it applies to root too."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, resource.RLIM_INFINITY))
+    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], env=env,
+                          capture_output=True, text=True, preexec_fn=cap, timeout=600)
+
+
+@pytest.mark.parametrize("command", ["unk", "prepare", "analyze", "bias-sweep", "vocab",
+                                     "compare", "embed", "ngram"])
+def test_a_full_disk_is_one_line_and_leaves_nothing(command, stopped_run, tmp_path):
+    """Every writing command under a file-size limit: exit 1, one line naming what could not
+    be written, no traceback, no output under its final name and no folder it created."""
+    cache = tmp_path.parent / "cache-full-disk"
+    lmlow("vocab", MINI, cache=cache, check=True)     # the caches, written without a limit
+    out = tmp_path / "out"
+    if command in ("unk", "prepare", "analyze", "bias-sweep"):
+        args, out, names = _writing_command(command, stopped_run, tmp_path)
+        kib = 4 if command in ("analyze", "bias-sweep") else 64
+    elif command == "vocab":
+        args, names, kib = ["vocab", MINI, "--out", out / "vocab.txt"], ["vocab.txt"], 4
+        out.mkdir()
+    elif command == "compare":
+        args, names, kib = ["compare", stopped_run, "--out", out], ["compare.md", "curves.png"], 4
+    elif command == "embed":
+        args = ["embed", MINI / "valid.txt", "--out", out / "v.txt", "--dim", "50", "--epochs",
+                "2", "--threads", "1", "--tmp-dir", tmp_path]
+        names, kib = ["v.txt"], 64
+        out.mkdir()
+    else:
+        args, names, kib = ["ngram", MINI, "--order", "3", "--out", out, "--quiet"], \
+            ["model.arpa", "model.bin", "summary.json"], 64
+    r = _limited(args, kib, cache)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "cannot" in r.stderr or "too large" in r.stderr or "No space" in r.stderr, r.stderr
+    left = sorted(p.name for p in out.iterdir()) if out.exists() else []
+    assert not set(left) & set(names) and not [n for n in left if ".tmp" in n], left
+    if command not in ("vocab", "embed"):             # those wrote into a folder the test made
+        assert not out.exists(), left
+    assert not list(tmp_path.glob("lmlow-glove-*"))   # embed's work folder went with it
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+@pytest.mark.parametrize("command", ["analyze", "bias-sweep"])
+def test_a_read_only_run_folder_is_one_line(command, stopped_run, tmp_path):
+    run = copy_run(stopped_run, tmp_path / "run")
+    run.chmod(0o555)
+    try:
+        extra = ["--samples", "2", "--words", "5"] if command == "bias-sweep" else []
+        r = lmlow(command, run, *extra)
+    finally:
+        run.chmod(0o755)
+    assert r.returncode == 1 and "cannot" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("command", ["analyze", "bias-sweep"])
+def test_a_linked_default_output_folder_is_refused(command, stopped_run, tmp_path):
+    """RUN/analysis -> elsewhere, in a run folder someone else made: refused, nothing written
+    where it points."""
+    run = copy_run(stopped_run, tmp_path / "run")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, run / ("analysis" if command == "analyze" else "bias-sweep"))
+    extra = ["--samples", "2", "--words", "5"] if command == "bias-sweep" else []
+    r = lmlow(command, run, *extra)
+    assert r.returncode == 1 and "symbolic link" in r.stderr and not list(elsewhere.iterdir())
+
+
+def test_an_ascii_terminal_gets_escapes_not_a_traceback(stopped_run):
+    """PYTHONIOENCODING=ascii and a prompt with a word outside ASCII: the note about unknown
+    words and the sample print with backslash escapes."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "ascii",
+           "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "generate", str(stopped_run),
+                        "--prompt", "caf\u00e9 the", "--words", "3"], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "caf\\xe9" in r.stdout and "caf\\xe9" in r.stderr
+
+
+def test_a_rejected_slurm_submission_leaves_the_folder_as_it_was(speech_corpus, tmp_path):
+    """sbatch refuses the job (a fake sbatch that exits 1, as for a wrong account): one line
+    with SLURM's message, and no sweep.json, slurm/ or logs/ left behind."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: Invalid account' >&2\nexit 1\n")
+    (bin_ / "squeue").write_text("#!/bin/sh\nexit 0\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    out = tmp_path / "sweep"
+    grid = tmp_path / "g.toml"
+    grid.write_text('[runs.one]\ntie = true\n')
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "sweep", str(speech_corpus), "--grid",
+                        str(grid), "--preset", "tiny", "--out", str(out), "--executor", "slurm"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and "Invalid account" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()

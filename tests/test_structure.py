@@ -121,13 +121,70 @@ def test_every_model_is_a_scorer():
         Scorer()                                                                 # abstract
 
 
-def test_no_run_file_name_outside_rundir():
-    """Only RunDir knows the run folder's file names."""
-    names = ['"best.pt"', '"last.pt"', '"summary.json"', '"metrics.jsonl"', '"frequency.jsonl"',
-             "/ \"config.json\"", "/ \"vocab.txt\""]
-    offenders = [(p.name, n) for p in PACKAGE.rglob("*.py") if p.name != "rundir.py"
-                 for n in names if n in p.read_text()]
-    assert not offenders, offenders
+def _folder_names() -> tuple[set[str], set[str]]:
+    """The file names (with a dot) and folder names of run and sweep folders, from their
+    owners' own constants."""
+    from lmlow.sweepdir import SweepDir
+    files = {RunDir.CONFIG, RunDir.VOCAB, RunDir.METRICS, RunDir.SUMMARY, RunDir.FREQUENCY,
+             RunDir.DATA, RunDir.LOCK, RunDir.ARPA, RunDir.BINARY, RunDir.LMPLZ_TEXT,
+             RunDir.LMPLZ_ARPA, "best.pt", "last.pt", SweepDir.PLAN, SweepDir.JOBS,
+             SweepDir.HISTORY, SweepDir.RESULTS_MD, SweepDir.RESULTS_CSV, SweepDir.RESULTS_JSON,
+             SweepDir.CURVES}
+    folders = {RunDir.ANALYSIS, RunDir.BIAS_SWEEP, RunDir.LMPLZ_TMP, SweepDir.LOGS,
+               SweepDir.SLURM, SweepDir.OUTCOMES}
+    return files, folders
+
+
+def _code_strings(path: Path):
+    """(line, text) of every string literal of a module that is not a docstring (f-string
+    pieces included)."""
+    tree = ast.parse(path.read_text())
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and isinstance(n.value, str) and id(n) not in docs]
+
+
+# names that happen to equal a folder name but are not paths: command names and choices
+NOT_PATHS = {("cli.py", "bias-sweep"), ("parsers.py", "bias-sweep"), ("cli.py", "slurm"),
+             ("sweep.py", "slurm"),
+             ("commands.py", "curves.png")}   # `lmlow compare --out DIR`'s own folder
+
+
+def _offenders(files, folders, skip=("rundir.py", "sweepdir.py")):
+    out = []
+    for p in PACKAGE.rglob("*.py"):
+        if p.name in skip:
+            continue
+        for line, text in _code_strings(p):
+            if " " in text and not text.startswith("/"):
+                continue                     # prose (help, messages) may name a file
+            hits = [n for n in files if text == n or text.endswith("/" + n)
+                    or text.startswith(n + "/") or text.startswith(f"/{n}")]
+            hits += [n for n in folders if text == n or text.startswith(n + "/")
+                     or f"/{n}/" in text or text.endswith("/" + n)]
+            out += [(p.name, line, text) for n in hits if (p.name, text) not in NOT_PATHS]
+    return out
+
+
+def test_no_run_or_sweep_file_name_outside_their_owners():
+    """Only RunDir knows a run folder's names and only SweepDir a sweep folder's: a literal
+    `"results.json"` or `/ "logs"` anywhere else in lmlow/ fails."""
+    files, folders = _folder_names()
+    assert len(files) >= 20 and len(folders) >= 6
+    assert not _offenders(files, folders), _offenders(files, folders)
+
+
+def test_the_name_guard_finds_a_planted_name(tmp_path, monkeypatch):
+    """The guard itself: a module that builds `out / "jobs.json"` is caught."""
+    files, folders = _folder_names()
+    planted = tmp_path / "lmlow"
+    planted.mkdir()
+    (planted / "x.py").write_text('"""doc: jobs.json"""\nPATH = "slurm/" + "jobs.json"\n')
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", planted)
+    assert [o[2] for o in _offenders(files, folders)] == ["slurm/", "jobs.json"] or \
+        sorted(o[2] for o in _offenders(files, folders)) == ["jobs.json", "slurm/"]
 
 
 # --------------------------------------------------------------------------- run folder

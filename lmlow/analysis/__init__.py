@@ -10,13 +10,14 @@ diversity. Three layers, lowest first:
 - :mod:`lmlow.analysis.frequency`: model statistics and the training-time tracker;
 - :mod:`lmlow.analysis.commands`: ``lmlow analyze`` and ``lmlow compare``.
 """
-from lmlow.analysis.commands import analyze, compare, compare_markdown, compare_table, write_compare
+from lmlow.analysis.commands import (AnalyzeOptions, CompareOptions, analysis_summary, analysis_text, analyze, compare,
+                                     compare_markdown, compare_table, write_compare)
 from lmlow.analysis.frequency import (FrequencyTracker, ScaleStats, bias_stats, distribution_stats,
                                       frequency_record)
 from lmlow.analysis.stats import (alc, binned_means, distinct_n, kl_divergence, ngram_diversity,
                                   pearson, softmax, spearman, unigram_distribution)
 
-__all__ = ["FrequencyTracker", "ScaleStats", "alc", "analyze", "bias_stats", "binned_means",
+__all__ = ["AnalyzeOptions", "CompareOptions", "FrequencyTracker", "ScaleStats", "alc", "analysis_summary", "analysis_text", "analyze", "bias_stats", "binned_means",
            "compare", "compare_markdown", "compare_table", "distinct_n", "distribution_stats",
            "frequency_record", "kl_divergence", "ngram_diversity", "pearson", "softmax",
            "spearman", "unigram_distribution", "write_compare"]

@@ -9,39 +9,74 @@ tables and plots.
 from __future__ import annotations
 
 import math
+import typing
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from lmlow.analysis.frequency import bias_stats, distribution_stats
 from lmlow.analysis.stats import alc, binned_means, kl_divergence, unigram_distribution
+from lmlow.config import check_values, setting
+from lmlow.data.corpus import SPLITS
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_write_json, atomic_write_text, read_json, refuse_overwrite
+from lmlow.files import atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.plots import plot_validation_curves, pyplot
 from lmlow.rundir import LSTM, RunDir
 
 
-def analyze(run_dir: Path, split: str = "valid", out: Path | None = None, tokens: int = 0,
-            bins: int = 20, corpus: Path | None = None, checkpoint: str = "best",
-            device: str = "auto", force: bool = False, quiet: bool = True) -> dict:
-    """Frequency analyses of an LSTM run's ``checkpoint`` on ``split`` (its first ``tokens``
-    tokens, 0 = all): writes OUT/analysis.json and PNG plots (OUT defaults to RUN_DIR/analysis)
-    and returns the JSON's content."""
-    from lmlow.runs import LSTMRun
+@dataclass
+class AnalyzeOptions:
+    """What `lmlow analyze` measures (its flags are generated from these fields)."""
+    split: str = setting("valid", "the text the predictions are measured on")
+    tokens: int = setting(0, "use only the first N tokens of the split (0: all)", metavar="N")
+    bins: int = setting(20, "equal-width log-frequency bins of the binned plots", metavar="N")
+    RANGES: typing.ClassVar[dict] = {"tokens": "[0, inf)", "bins": "[1, inf)"}
+    CHOICES: typing.ClassVar[dict] = {"split": SPLITS}
 
+
+@dataclass
+class CompareOptions:
+    """What `lmlow compare` integrates (its flags are generated from these fields)."""
+    steps: int | None = setting(None, "also the ALC over updates 0..N (the curve is "
+                                "interpolated at N; empty for a run that stopped before N)",
+                                metavar="N")
+    metric: str = setting("loss", "the curve to integrate: validation cross-entropy in nats "
+                          "(loss), or perplexity (ppl)")
+    RANGES: typing.ClassVar[dict] = {"steps": "[1, inf)"}
+    CHOICES: typing.ClassVar[dict] = {"metric": ("loss", "ppl")}
+
+
+def analyze(run_dir: Path, out: Path | None = None, corpus: Path | None = None,
+            checkpoint: str = "best", device: str = "auto", force: bool = False,
+            **options) -> dict:
+    """Frequency analyses of an LSTM run's ``checkpoint`` (``options``: :class:`AnalyzeOptions`,
+    the split and its first ``tokens`` tokens): writes OUT/analysis.json and PNG plots (OUT
+    defaults to RUN_DIR/analysis) and returns the JSON's content. The files appear together
+    or not at all."""
+    opts = AnalyzeOptions(**options)
+    check_values(opts)
+    split, tokens, bins = opts.split, opts.tokens, opts.bins
     rd = RunDir(run_dir).require(LSTM)
     run_dir = rd.path
     if not rd.checkpoint(checkpoint).exists():
         raise LmlowError(f"{run_dir}: no {checkpoint}.pt (train the run first)")
+    trusted = out is not None
     out = Path(out) if out else rd.analysis_dir
     names = ["analysis.json", "bias_vs_frequency.png", "logprob_vs_frequency.png",
              "prediction_vs_frequency.png"]
     frequency = rd.frequency()
     if frequency:
         names.append("frequency_curves.png")
-    refuse_overwrite([out / n for n in names], force)
-    if tokens < 0 or bins < 1:
-        raise LmlowError("--tokens must be >= 0 and --bins >= 1")
+    with staged_outputs(out, names, force, trusted) as stage:
+        return _analyze(rd, split, stage, tokens, bins, corpus, checkpoint, device, frequency)
+
+
+def _analyze(rd: RunDir, split: str, stage: Path, tokens: int, bins: int, corpus: Path | None,
+             checkpoint: str, device: str, frequency: list[dict]) -> dict:
+    from lmlow.runs import LSTMRun
+
+    run_dir = rd.path
     run = LSTMRun(run_dir, checkpoint, device)
     counts = run.vocab.count_array()
     unigram = unigram_distribution(counts)
@@ -85,19 +120,43 @@ def analyze(run_dir: Path, split: str = "valid", out: Path | None = None, tokens
         "logprob_vs_frequency": fig4, "prediction_vs_frequency": fig1,
         "frequency_jsonl": frequency,
     }
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "analysis.json", result)
+    atomic_write_json(stage / "analysis.json", result)
     title = f"{run_dir.name} ({', '.join(run.config.init)} init)"
-    _plot_bias(bias[seen], log_u, result, title, out / "bias_vs_frequency.png")
+    _plot_bias(bias[seen], log_u, result, title, stage / "bias_vs_frequency.png")
     _plot_binned(fig4, "log unigram probability of the target (training)",
                  "mean ln p(target), per word type", title + f", {split}",
-                 out / "logprob_vs_frequency.png")
+                 stage / "logprob_vs_frequency.png")
     _plot_binned(fig1, "log unigram probability (training)",
                  "log of mean predicted probability", title + f", {split}",
-                 out / "prediction_vs_frequency.png", diagonal=True)
+                 stage / "prediction_vs_frequency.png", diagonal=True)
     if result["frequency_jsonl"]:
-        plot_frequency_curves({run_dir.name: result["frequency_jsonl"]}, out / "frequency_curves.png")
+        plot_frequency_curves({run_dir.name: result["frequency_jsonl"]}, stage / "frequency_curves.png")
     return result
+
+
+SUMMARY_KEYS = ["bias_spearman", "bias_pearson", "bias_norm", "bias_kl_unigram", "kl_unigram_avg",
+                "kl_unigram_avg_no_bias", "kl_uniform_avg", "kl_uniform_avg_no_bias",
+                "perplexity", "perplexity_no_bias"]
+
+
+def analysis_summary(r: dict) -> dict:
+    """The numbers `lmlow analyze --json` prints (the curves stay in analysis.json)."""
+    return {k: r[k] for k in ["run", "split", "tokens", *SUMMARY_KEYS]}
+
+
+def analysis_text(r: dict, out: Path) -> str:
+    """What `lmlow analyze` prints: KL and perplexity with and without the bias, the bias's
+    correlation with log unigram, where the files went."""
+    from lmlow.tables import markdown
+
+    table = markdown(["", "with bias", "bias dropped"], [
+        ["KL(unigram || mean prediction)", r["kl_unigram_avg"], r["kl_unigram_avg_no_bias"]],
+        ["KL(uniform || mean prediction)", r["kl_uniform_avg"], r["kl_uniform_avg_no_bias"]],
+        ["perplexity", r["perplexity"], r["perplexity_no_bias"]]], digits=4)
+    return (f"{r['run']} ({', '.join(r['init'])} init) on {r['split']}, {r['tokens']} tokens:\n"
+            f"{table}\nbias vs log unigram: Spearman {r['bias_spearman']:.3f}, Pearson "
+            f"{r['bias_pearson']:.3f}; ||b|| {r['bias_norm']:.2f}; KL(unigram || softmax(b)) "
+            f"{r['bias_kl_unigram']:.3f}\nwrote {out}/analysis.json and plots")
 
 
 def _plot_bias(bias, log_u, r, title, path: Path) -> None:
@@ -178,13 +237,13 @@ def learning_curve(run_dir: Path) -> list[dict]:
     return rows
 
 
-def compare(run_dirs: list[Path], steps: int | None = None, metric: str = "loss") -> list[dict]:
+def compare(run_dirs: list[Path], **options) -> list[dict]:
     """One row per run: ALC of the validation ``metric`` (loss in nats, or ppl) over the first
-    ``steps`` updates, over all updates and over wall time, and final and best perplexity."""
-    if metric not in ("loss", "ppl"):
-        raise LmlowError("--metric: choose loss or ppl")
-    if steps is not None and steps <= 0:
-        raise LmlowError("--steps must be positive")
+    ``steps`` updates, over all updates and over wall time, and final and best perplexity
+    (``options``: :class:`CompareOptions`)."""
+    opts = CompareOptions(**options)
+    check_values(opts)
+    steps, metric = opts.steps, opts.metric
     if not run_dirs:
         raise LmlowError("give at least one run folder")
     key = "valid_loss" if metric == "loss" else "valid_ppl"
@@ -218,49 +277,49 @@ def read_config(run_dir: Path) -> dict:
         return {}
 
 
-def compare_table(rows: list[dict], steps: int | None) -> tuple[list[str], list[list]]:
+def compare_table(rows: list[dict]) -> tuple[list[str], list[list]]:
     """Headers and cells of the comparison (no ALC@N column without ``steps``)."""
+    steps = rows[0]["steps"] if rows else None
     cols = [c for c in COMPARE_COLUMNS if steps or c != "ALC@N"]
     headers = [f"ALC@{steps}" if c == "ALC@N" else c for c in cols]
     return headers, [["" if r[c] is None else r[c] for c in cols] for r in rows]
 
 
-def compare_markdown(rows: list[dict], steps: int | None, metric: str = "loss") -> str:
+def compare_markdown(rows: list[dict]) -> str:
     from lmlow.tables import markdown
 
-    what = "cross-entropy (nats)" if metric == "loss" else "perplexity"
+    what = "cross-entropy (nats)" if rows and rows[0]["metric"] == "loss" else "perplexity"
     return (f"ALC: mean validation {what} over the interval (lower is better)\n\n"
-            + markdown(*compare_table(rows, steps), digits=4))
+            + markdown(*compare_table(rows), digits=4))
 
 
-def write_compare(rows: list[dict], out: Path, steps: int | None, metric: str = "loss",
-                  force: bool = False) -> list[Path]:
+def write_compare(rows: list[dict], out: Path, force: bool = False) -> list[Path]:
     """OUT/compare.md, .csv, .json, curves.png, and frequency_curves.png when runs have
-    frequency.jsonl; nothing is overwritten without ``force``."""
+    frequency.jsonl; all or none of them, nothing overwritten without ``force``."""
     from lmlow.tables import to_csv
 
     out = Path(out)
     tracked = {Path(r["run"]).name: RunDir(r["run"]).frequency() for r in rows}
     tracked = {k: v for k, v in tracked.items() if v}
-    paths = [out / n for n in ("compare.md", "compare.csv", "compare.json", "curves.png")]
+    names = ["compare.md", "compare.csv", "compare.json", "curves.png"]
     if tracked:
-        paths.append(out / "frequency_curves.png")
-    refuse_overwrite(paths, force)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(paths[0], compare_markdown(rows, steps, metric) + "\n")
-    atomic_write_text(paths[1], to_csv(*compare_table(rows, steps)))
-    atomic_write_json(paths[2], rows)
-    plot_compare(rows, paths[3], steps)
-    if tracked:
-        plot_frequency_curves(tracked, paths[4])
-    return paths
+        names.append("frequency_curves.png")
+    with staged_outputs(out, names, force) as stage:
+        atomic_write_text(stage / names[0], compare_markdown(rows) + "\n")
+        atomic_write_text(stage / names[1], to_csv(*compare_table(rows)))
+        atomic_write_json(stage / names[2], rows)
+        plot_compare(rows, stage / names[3])
+        if tracked:
+            plot_frequency_curves(tracked, stage / names[4])
+    return [out / n for n in names]
 
 
-def plot_compare(rows: list[dict], path: Path, steps: int | None = None) -> None:
+def plot_compare(rows: list[dict], path: Path) -> None:
+    steps = rows[0]["steps"] if rows else None
     series = [{"label": f"{Path(r['run']).name} ({r['init']})", "rows": r["curve"], "group": i}
               for i, r in enumerate(rows)]
     plot_validation_curves(series, path, x=("step", "elapsed"), mark_step=steps)
 
 
-__all__ = ["analyze", "compare", "compare_markdown", "compare_table", "learning_curve",
+__all__ = ["AnalyzeOptions", "CompareOptions", "analyze", "compare", "compare_markdown", "compare_table", "learning_curve",
            "plot_frequency_curves", "write_compare"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from lmlow.analysis.stats import kl_divergence, pearson, softmax, spearman, unigram_distribution
+from lmlow.evaluate import EVAL_BATCH, EVAL_BPTT
 from lmlow.files import append_jsonl, read_jsonl
 
 SAMPLE_TOKENS = 4000          # validation tokens the training-time tracker scores
@@ -36,7 +37,8 @@ class ScaleStats:
 
 
 def distribution_stats(model, ids, eos_id: int, unigram: np.ndarray, scales=(1.0,),
-                       batch_size: int = 10, bptt: int = 70, device=None) -> dict[float, ScaleStats]:
+                       batch_size: int = EVAL_BATCH, bptt: int = EVAL_BPTT,
+                       device=None) -> dict[float, ScaleStats]:
     """Score ``ids`` once through the LSTM and, for each bias scale lambda, the softmax of
     W h + lambda b over the whole vocabulary: per-token log-probability of the target, the
     average predicted distribution and the per-token divergences from unigram and uniform.
@@ -78,8 +80,8 @@ def bias_stats(bias: np.ndarray, unigram: np.ndarray) -> dict:
             "bias_pearson": pearson(bias[seen], np.log(unigram[seen]))}
 
 
-def frequency_record(model, ids, eos_id: int, unigram: np.ndarray, batch_size: int = 10,
-                     bptt: int = 70, device=None) -> dict:
+def frequency_record(model, ids, eos_id: int, unigram: np.ndarray, batch_size: int = EVAL_BATCH,
+                     bptt: int = EVAL_BPTT, device=None) -> dict:
     """One row of frequency.jsonl: Meister Fig. 1 and Figs. 13-14 on the text ``ids``."""
     st = distribution_stats(model, ids, eos_id, unigram, (1.0,), batch_size, bptt, device)[1.0]
     uniform = np.full(len(unigram), 1 / len(unigram))
@@ -98,8 +100,9 @@ class FrequencyTracker:
     the model back in training mode; it draws no random numbers, so a tracked run trains
     exactly as an untracked one. (Under NT-ASGD it sees the raw weights, not the averages.)"""
 
-    def __init__(self, model, valid_ids, counts, eos_id: int, path: Path, batch_size: int = 10,
-                 bptt: int = 70, device=None, tokens: int = SAMPLE_TOKENS, fresh: bool = True):
+    def __init__(self, model, valid_ids, counts, eos_id: int, path: Path,
+                 batch_size: int = EVAL_BATCH,
+                 bptt: int = EVAL_BPTT, device=None, tokens: int = SAMPLE_TOKENS, fresh: bool = True):
         self.model, self.eos_id, self.device = model, eos_id, device
         self.ids = np.asarray(valid_ids[:tokens], dtype=np.int64)
         self.unigram = unigram_distribution(counts)

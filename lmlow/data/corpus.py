@@ -23,7 +23,7 @@ import numpy as np
 from lmlow.data.textio import iter_lines
 from lmlow.data.vocab import Vocabulary, build_vocabulary
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_path, atomic_write_text
+from lmlow.files import atomic_path, atomic_write_text, staged_outputs
 from lmlow.progress import progress
 
 SPLITS = ("train", "valid", "test")
@@ -298,6 +298,31 @@ class Corpus:
             stats[split] = enc.stats
             write_ids_as_text(enc.ids, self.vocab, out_dir / f"{split}.txt")
         return stats
+
+
+def read_corpus(path: Path, unk_threshold: int = 0, embeddings: Path | None = None,
+                extend_vocab: bool = False, allow_pickle: bool = False,
+                show_progress: bool = True) -> tuple["Corpus", list[str] | None]:
+    """A corpus as the data commands read it, and the words of ``embeddings`` (None without):
+    ``extend_vocab`` adds those words to the vocabulary."""
+    from lmlow.config import require_vectors_for_extend
+    from lmlow.embeddings import vector_words
+
+    require_vectors_for_extend(extend_vocab, embeddings)
+    words = vector_words(embeddings, allow_pickle) if embeddings else None
+    corpus = Corpus(path, unk_threshold, words if extend_vocab else (), show_progress=show_progress)
+    return corpus, words
+
+
+def write_unk_corpus(path: Path, out: Path, force: bool = False, **reading) -> dict[str, SplitStats]:
+    """``lmlow unk``: OUT/train.txt, valid.txt, test.txt with the UNK rule applied (for tools
+    that read text), all three or none; ``reading``: :func:`read_corpus`'s options."""
+    out = Path(out)
+    if out.resolve() == Path(path).resolve():
+        raise LmlowError(f"{out}: --out must differ from the corpus folder")
+    with staged_outputs(out, [f"{s}.txt" for s in SPLITS], force) as stage:
+        corpus, _ = read_corpus(path, **reading)
+        return corpus.write_unk_replaced(stage)
 
 
 def write_ids_as_text(ids: np.ndarray, vocab: Vocabulary, path: Path) -> None:

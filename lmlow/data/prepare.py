@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import typing
 from array import array
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -19,12 +20,67 @@ from typing import Iterator
 
 from lmlow.data.corpus import SPLITS
 from lmlow.data.textio import decode_line, iter_lines, open_binary
-from lmlow.data.tokenize import Normalisation, make_tokenizer
+from lmlow.config import check_values, setting
+from lmlow.data.tokenize import TOKENIZERS, Normalisation, make_tokenizer
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_path, refuse_overwrite
+from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder,
+                         refuse_overwrite, remove_if_empty, remove_stale_stages)
 from lmlow.progress import progress
 
 DOC_MODES = ("auto", "file", "blank", "line")
+
+
+def parse_size(value: str) -> float | int:
+    """``0.1`` is a fraction of all tokens, ``80000`` a token count."""
+    try:
+        x = float(value)
+    except ValueError:
+        raise LmlowError(f"split size {value!r} is neither a fraction nor a token count") from None
+    if x < 0 or (x >= 1 and x != int(x)):
+        raise LmlowError(f"split size {value!r} must be a fraction in [0, 1) or a whole token count")
+    return x if x < 1 else int(x)
+
+
+@dataclass
+class PrepareOptions:
+    """How `lmlow prepare` reads, tokenises, filters and splits text; its flags are generated
+    from these fields, and :func:`prepare` takes them as keywords."""
+    tokenizer: str = setting("whitespace", "whitespace: split on spaces; spacy: spaCy's "
+                             "rule-based English tokenizer (no model needed); stanza: "
+                             "Stanford's neural tokenizer (needs its English model installed); "
+                             "scispacy: biomedical rules where scispacy installs")
+    lowercase: bool = setting(False, "lowercase every token", switch=True)
+    numbers: bool = setting(False, "replace number tokens by N", switch=True)
+    strip_punct: bool = setting(False, "drop tokens made only of Unicode punctuation "
+                                "(. , ; \" ( %% & #); symbols such as $ + = > stay", switch=True)
+    ptb: bool = setting(False, "PTB-style normalisation: --lowercase --numbers --strip-punct",
+                        switch=True)
+    valid: float = setting(0.1, "valid size: a fraction of all tokens (0.1) or a token count "
+                           "(80000)", parse=parse_size, metavar="SIZE")
+    test: float = setting(0.1, "test size, as --valid", parse=parse_size, metavar="SIZE")
+    seed: int = setting(1, "seed of the document split")
+    documents: str = setting("auto", "what a document is in an input file: blank = paragraphs "
+                             "separated by blank lines (auto's choice for files), line = each "
+                             "line, file = the whole file (auto's choice inside folders)")
+    dedup: bool = setting(False, "drop repeated paragraphs (after tokenisation), keeping the "
+                          "first", switch=True)
+    exclude: tuple = setting((), "drop paragraphs that appear in FILE (a tokenised text, e.g. "
+                             "another corpus's valid.txt and test.txt, to keep pretraining "
+                             "text free of them); repeatable", metavar="FILE", append=True,
+                             parse=Path)
+    no_split: bool = setting(False, "write everything to the single file --out (e.g. a "
+                             "pretraining text)", switch=True)
+    CHOICES: typing.ClassVar[dict] = {"tokenizer": TOKENIZERS, "documents": DOC_MODES}
+
+    def validate(self) -> "PrepareOptions":
+        check_values(self, {})
+        for size in (self.valid, self.test):
+            parse_size(str(size))
+        return self
+
+    def normalisation(self) -> Normalisation:
+        return (Normalisation.ptb() if self.ptb else
+                Normalisation(self.lowercase, self.numbers, self.strip_punct))
 
 
 @dataclass
@@ -35,6 +91,18 @@ class PrepareReport:
     duplicates_removed: int = 0
     excluded_removed: int = 0
     splits: dict = field(default_factory=dict)   # split -> {"documents", "lines", "tokens"}
+
+    def text(self, out: Path, filtered: bool) -> str:
+        """What `lmlow prepare` prints: totals, what --dedup/--exclude removed, the splits."""
+        from lmlow.tables import markdown
+
+        lines = [f"{self.documents} documents, {self.paragraphs} lines, {self.tokens} tokens "
+                 f"-> {out}"]
+        if filtered:
+            lines.append(f"removed {self.duplicates_removed} duplicate and "
+                         f"{self.excluded_removed} excluded paragraphs")
+        rows = [[s, d["documents"], d["lines"], d["tokens"]] for s, d in self.splits.items()]
+        return "\n".join(lines + [markdown(["split", "documents", "lines", "tokens"], rows)])
 
 
 def iter_documents(inputs: list[Path], mode: str = "auto") -> Iterator[list[str]]:
@@ -84,23 +152,16 @@ def _split_file(path: Path, mode: str) -> Iterator[list[str]]:
         raise LmlowError(f"{path}: empty file (no text)")
 
 
-def parse_size(value: str) -> float | int:
-    """``0.1`` is a fraction of all tokens, ``80000`` a token count."""
-    try:
-        x = float(value)
-    except ValueError:
-        raise LmlowError(f"split size {value!r} is neither a fraction nor a token count") from None
-    if x < 0 or (x >= 1 and x != int(x)):
-        raise LmlowError(f"split size {value!r} must be a fraction in [0, 1) or a whole token count")
-    return x if x < 1 else int(x)
-
-
-def prepare(inputs: list[Path], out: Path, *, tokenizer: str = "whitespace",
-            norm: Normalisation = Normalisation(), valid: float | int = 0.1,
-            test: float | int = 0.1, seed: int = 1, documents: str = "auto",
-            dedup: bool = False, exclude: list[Path] = (), no_split: bool = False,
-            force: bool = False, show_progress: bool = True) -> PrepareReport:
-    """Tokenise, normalise and split ``inputs`` into ``out`` (a folder, or a file with ``no_split``)."""
+def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
+            force: bool = False, show_progress: bool = True, **options) -> PrepareReport:
+    """Tokenise, normalise and split ``inputs`` into ``out`` (a folder, or a file with
+    ``no_split``). ``options``: the fields of :class:`PrepareOptions`; ``norm`` replaces its
+    normalisation flags."""
+    opts = PrepareOptions(**options).validate()
+    norm = norm or opts.normalisation()
+    tokenizer, valid, test, seed, documents = (opts.tokenizer, opts.valid, opts.test, opts.seed,
+                                                opts.documents)
+    dedup, exclude, no_split = opts.dedup, opts.exclude, opts.no_split
     out = Path(out)
     for path in [*inputs, *exclude]:
         if not Path(path).exists():
@@ -113,14 +174,14 @@ def prepare(inputs: list[Path], out: Path, *, tokenizer: str = "whitespace",
     refuse_overwrite(targets, force)
     excluded = _line_hashes(exclude)
     folder = out.parent if no_split else out
-    created = _missing_parents(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    lock = _lock_folder(folder, out)
+    created = make_folder(folder)
+    lock = lock_folder(folder, out)
     report = PrepareReport()
-    scratch = Path(f"{out}.scratch{os.getpid()}")
+    scratch = folder / f"{STAGE_PREFIX}{os.getpid()}"
     try:
         refuse_overwrite(targets, force)      # again, under the lock: a prepare that got here
         #                                       first has written them meanwhile
+        remove_stale_stages(folder, [t.name for t in targets])   # what a kill -9 left
         docs = _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded,
                             report, show_progress)
         if not docs:
@@ -132,37 +193,13 @@ def prepare(inputs: list[Path], out: Path, *, tokenizer: str = "whitespace",
             assignment = assign_splits(docs.tokens, valid, test, seed)
             _copy_splits(scratch, docs, assignment, out, report)
     except BaseException:
-        for d in created:                     # a failed command leaves no folder behind
-            if d.is_dir() and not any(d.iterdir()):
-                d.rmdir()
+        scratch.unlink(missing_ok=True)
+        remove_if_empty(created)              # a failed command leaves no folder behind
         raise
     finally:
         scratch.unlink(missing_ok=True)
         os.close(lock)                        # releases the flock
     return report
-
-
-def _lock_folder(folder: Path, out: Path) -> int:
-    """Hold ``flock`` on the output folder itself (no lock file is left in it): two prepares
-    into one place cannot both write; the second is refused in one line."""
-    import fcntl
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise LmlowError(f"{out}: another lmlow command is writing there now; wait for it to "
-                         "end") from None
-    return fd
-
-
-def _missing_parents(folder: Path) -> list[Path]:
-    """The folders ``mkdir(parents=True)`` would create, deepest first."""
-    out = []
-    while not folder.exists():
-        out.append(folder)
-        folder = folder.parent
-    return out
 
 
 def _line_hashes(paths) -> set[bytes]:

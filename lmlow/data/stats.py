@@ -154,3 +154,31 @@ def format_stats(s: dict) -> str:
         if s.get("freeze_advice"):
             out.append(f"\nAdvice from lmlow's converged tables: {s['freeze_advice']}")
     return "\n".join(out)
+
+
+def vocab_summary(corpus: Corpus) -> dict:
+    """``lmlow vocab``'s report: size, <unk> count, words only the embeddings brought."""
+    vocab, train = corpus.vocab, corpus.counts("train")
+    return {"vocabulary_size": len(vocab), "unk_threshold": corpus.unk_threshold,
+            "train_types": len(train.counts), "unk_count": vocab.counts[vocab.unk_id],
+            "embedding_only_words": sum(1 for w in vocab.words if w not in train.counts
+                                        and w not in (EOS, UNK)),
+            "top": vocab.words[:10]}
+
+
+def format_vocab(s: dict) -> str:
+    return (f"vocabulary: {s['vocabulary_size']} words (K={s['unk_threshold']}; "
+            f"{s['train_types']} word types in train; <unk> count {s['unk_count']}; "
+            f"{s['embedding_only_words']} from embeddings only)\n"
+            f"most frequent: {' '.join(s['top'])}")
+
+
+def format_unk(stats: dict, out, unk_threshold: int) -> str:
+    """``lmlow unk``'s report: per split, the tokens and how many became <unk>."""
+    from lmlow.tables import markdown
+
+    rows = [[s, st.tokens, st.replaced_tokens + st.oov_tokens, st.literal_unk,
+             100 * st.unk_tokens / st.words if st.words else 0.0] for s, st in stats.items()]
+    return (markdown(["split", "tokens (with <eos>)", "replaced", "literal <unk>",
+                      "<unk> % of words"], rows)
+            + f"\nwrote {out}/train.txt, valid.txt, test.txt (K={unk_threshold})")

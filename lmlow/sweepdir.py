@@ -1,0 +1,105 @@
+"""The sweep folder, beside the run folder (:mod:`lmlow.rundir`), and the only module that knows
+its file names.
+
+A sweep folder holds one run folder per (configuration, seed), ``sweep.json`` (every run ever
+planned into it), ``logs/RUN.log`` (each run's output), the report (``results.md``, ``.csv``,
+``.json`` and ``curves.png``) and, for SLURM, ``slurm/`` (job scripts, ``jobs.json``, each
+task's outcome and ``history.jsonl``). The local and the SLURM executor ask it the same
+question, which runs are finished, busy or still to do, and get the same answer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lmlow.rundir import RunDir
+
+
+@dataclass
+class Split:
+    """A sweep's runs by state: finished, busy (a live trainer or the scheduler holds them)
+    and to do (neither)."""
+    finished: list
+    busy: list
+    todo: list
+
+    def line(self, busy_as: str = "running elsewhere") -> str:
+        total = len(self.finished) + len(self.busy) + len(self.todo)
+        return (f"{total} runs, {len(self.finished)} finished, {len(self.busy)} {busy_as}, "
+                f"{len(self.todo)} to run")
+
+
+class SweepDir:
+    """Paths and state of one sweep folder."""
+
+    PLAN, LOGS, SLURM = "sweep.json", "logs", "slurm"
+    JOBS, OUTCOMES, HISTORY = "jobs.json", "outcomes", "history.jsonl"
+    RESULTS_MD, RESULTS_CSV, RESULTS_JSON, CURVES = ("results.md", "results.csv", "results.json",
+                                                     "curves.png")
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    # ---- names
+    @property
+    def plan_file(self) -> Path:
+        return self.path / self.PLAN
+
+    @property
+    def logs(self) -> Path:
+        return self.path / self.LOGS
+
+    def log(self, folder: str) -> Path:
+        return self.logs / f"{folder}.log"
+
+    def run(self, folder: str) -> RunDir:
+        return RunDir(self.path / folder)
+
+    @property
+    def slurm(self) -> Path:
+        return self.path / self.SLURM
+
+    @property
+    def jobs_file(self) -> Path:
+        return self.slurm / self.JOBS
+
+    def outcome(self, folder: str) -> Path:
+        return self.slurm / self.OUTCOMES / f"{folder}.json"
+
+    @property
+    def history(self) -> Path:
+        return self.slurm / self.HISTORY
+
+    def array_files(self, stamp: str) -> tuple[Path, Path]:
+        """The run list and job script of one submitted array."""
+        return self.slurm / f"array-{stamp}.runs", self.slurm / f"array-{stamp}.sh"
+
+    @property
+    def results(self) -> tuple[Path, Path, Path, Path]:
+        """results.md, results.csv, results.json, curves.png: what `lmlow report` writes."""
+        return tuple(self.path / n for n in (self.RESULTS_MD, self.RESULTS_CSV,
+                                             self.RESULTS_JSON, self.CURVES))
+
+    # ---- state
+    def split(self, runs: list, queued: dict | None = None) -> Split:
+        """``runs`` (anything with ``.folder``) by state; ``queued``: the scheduler's runs."""
+        queued = queued or {}
+        finished = [r for r in runs if self.run(r.folder).finished]
+        busy = [r for r in runs if r not in finished
+                and (r.folder in queued or self.run(r.folder).locked_by())]
+        return Split(finished, busy, [r for r in runs if r not in finished and r not in busy])
+
+    def log_tail(self, folder: str, n: int = 2) -> list[str]:
+        """The last ``n`` non-empty lines of a run's log (progress bars' carriage returns
+        read as line ends)."""
+        log = self.log(folder)
+        if not log.exists():
+            return []
+        text = log.read_text(errors="replace").replace("\r", "\n")
+        return [line for line in map(str.strip, text.splitlines()) if line][-n:]
+
+
+__all__ = ["Split", "SweepDir"]
