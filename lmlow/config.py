@@ -43,6 +43,10 @@ def yes_no(text: str) -> bool:
 yes_no.__name__ = "yes or no"   # what argparse names in its one-line error
 
 
+UNK_HELP = ("UNK rule: a word whose training count is below K becomes <unk> in every split "
+            "(a word absent from train counts 0); 0 replaces nothing")
+
+
 def require_vectors_for_extend(extend_vocab: bool, embeddings) -> None:
     """``--extend-vocab`` takes its words from the vectors: every command that has both flags
     (train, ngram, vocab, unk, stats) asks here."""
@@ -54,7 +58,7 @@ def require_vectors_for_extend(extend_vocab: bool, embeddings) -> None:
 class Config:
     # data
     corpus: str = _f("", "corpus folder with train/valid/test.txt")
-    unk_threshold: int = _f(0, "UNK rule: words with training count below K become <unk>")
+    unk_threshold: int = _f(0, UNK_HELP, metavar="K")
     embeddings: str | None = _f(None, "pretrained vectors (GloVe text, word2vec text/.bin, "
                                 "lmlow .npz; gensim .kv with --allow-pickle)")
     train_fraction: float = _f(1.0, "train on the first fraction of the training lines (the "

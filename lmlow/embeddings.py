@@ -176,7 +176,10 @@ def _load_npz(path: Path):
     return kv
 
 
-def neighbours(kv, word: str, top: int = 8) -> list[tuple[str, float]]:
+NEIGHBOURS = 8                  # how many `lmlow neighbours` shows by default
+
+
+def neighbours(kv, word: str, top: int = NEIGHBOURS) -> list[tuple[str, float]]:
     """Nearest words by cosine similarity; empty if the word has no vector."""
     if word not in kv.key_to_index:
         return []

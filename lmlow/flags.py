@@ -162,8 +162,10 @@ def add_run(p, what: str = "run folder", checkpoint: bool = True) -> None:
                        help="which checkpoint of an LSTM run: best by validation perplexity, "
                        "or last (default: best, or last for a run stopped before its first "
                        "validation)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                   help="where to run the model (default: auto, a GPU if torch sees one)")
+    from lmlow.config import Config
+    p.add_argument("--device", default=Config.device, choices=Config.CHOICES["device"],
+                   help=f"where to run the model (default: {Config.device}; auto is a GPU if "
+                   "torch sees one)")
 
 
 def add_output(p, what: str, required: bool = True, json: str | None = None,
@@ -184,10 +186,11 @@ def add_allow_pickle(p) -> None:
 def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
     """A corpus read under the UNK rule, optionally with the words of a vector file."""
     p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
-    p.add_argument(*unk_flags, dest="unk_threshold", type=at_least(0), default=0, metavar="K",
-                   help="UNK rule: a word whose training count is below K becomes <unk> in "
-                   "every split (a word absent from train counts 0); 0 replaces nothing "
-                   "(default: 0)")
+    from lmlow.config import Config
+
+    unk = next(f for f in fields(Config) if f.name == "unk_threshold")   # one definition
+    p.add_argument(*unk_flags, **{**_argument(Config, unk, unk.default), "metavar": "K"})
+    p.set_defaults(unk_threshold=unk.default)
     p.add_argument("--embeddings", type=Path, metavar="FILE",
                    help=f"pretrained vectors (GloVe text, word2vec text/.bin, lmlow .npz) "
                    f"{embeddings_what}")

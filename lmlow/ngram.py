@@ -29,7 +29,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lmlow.config import check_values, require_vectors_for_extend, setting
+from lmlow.config import UNK_HELP, Config, check_values, require_vectors_for_extend, setting
 from lmlow.data.corpus import Corpus, head_fraction, write_ids_as_text
 from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
@@ -49,12 +49,11 @@ BUILD_HINT = "build it with `make install` (or `python tools/build_kenlm.py`)"
 class NgramOptions:
     """The settings of ``lmlow ngram`` (flags are generated from these fields)."""
 
-    order: int = setting(5, "n-gram order, 2 to 6")
-    unk_threshold: int = setting(0, "UNK rule: a word whose training count is below K becomes "
-                                 "<unk> in every split (0 replaces nothing)", metavar="K")
+    order: int = setting(5, "n-gram order")
+    unk_threshold: int = setting(Config.unk_threshold, UNK_HELP, metavar="K")
     memory: str = setting("1G", "lmplz's sorting memory (-S), like GNU sort: 1G, 500M, 20%% of "
                           "RAM; lmplz uses disk beyond it, so more only makes large corpora faster")
-    prune: str | None = setting(None, "drop n-grams seen at most this often, one count per "
+    prune: str | list | None = setting(None, "drop n-grams seen at most this often, one count per "
                                 "order from the unigrams on, non-decreasing, the last repeated "
                                 "for higher orders: 0,0,1 drops singleton trigrams and above "
                                 "(default: no pruning)", metavar="COUNTS")
@@ -127,19 +126,17 @@ def parse_prune(text: str | None, order: int) -> list[int] | None:
     return values
 
 
-def train_ngram(corpus_dir: Path, out_dir: Path, order: int = 5, unk_threshold: int = 0,
-                memory: str = "1G", prune: list[int] | str | None = None, force: bool = False,
-                quiet: bool = False, embeddings: str | None = None,
-                extend_vocab: bool = False, train_fraction: float = 1.0) -> NgramConfig:
-    """Estimate a KenLM model on the corpus's training split into a run folder; its
-    ``summary.json``, written last, marks it finished."""
-    if isinstance(prune, str):
-        prune = parse_prune(prune, order)
-    if not 2 <= order <= MAX_ORDER:
-        raise LmlowError(f"--order must be 2 to {MAX_ORDER} (KenLM's query code needs bigrams and "
-                         f"was compiled for at most {MAX_ORDER}), got {order}")
-    check_values(NgramOptions(order, unk_threshold, memory, None, train_fraction=train_fraction))
-    require_vectors_for_extend(extend_vocab, embeddings)
+def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: bool = False,
+                **options) -> NgramConfig:
+    """Estimate a KenLM model on the corpus's training split into a run folder (``options``:
+    the fields of :class:`NgramOptions`); its ``summary.json``, written last, marks it
+    finished."""
+    opts = NgramOptions(**options)
+    check_values(opts)                     # the order's range: KenLM's query code needs bigrams
+    require_vectors_for_extend(opts.extend_vocab, opts.embeddings)   # and was built for 6
+    order, unk_threshold, memory, embeddings = opts.order, opts.unk_threshold, opts.memory, opts.embeddings
+    extend_vocab, train_fraction = opts.extend_vocab, opts.train_fraction
+    prune = parse_prune(opts.prune, order) if isinstance(opts.prune, str) else opts.prune
     if not re.fullmatch(r"\d+(\.\d+)?[bKMGTPEZY%]?", memory):
         raise LmlowError(f"--memory {memory!r}: expected a size like GNU sort's: 1G, 500M, 20%")
     lmplz, build_binary = find_program("lmplz", BUILD_HINT), find_program("build_binary", BUILD_HINT)

@@ -5,6 +5,7 @@ the module that does the work; :mod:`lmlow.cli` dispatches what this parses."""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings, at_least,
@@ -15,6 +16,8 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: the flag, what is wrong, and where help is."""
 
     def error(self, message: str):
+        # a value out of its range reads as lmlow's own checks do: "--lr -1: must be > 0"
+        message = re.sub(r"^argument (--[\w-]+): (\S+) must be ", r"\1 \2: must be ", message)
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
@@ -77,8 +80,10 @@ def _stats_parser(sub) -> None:
     add_corpus(p, "whose coverage of the corpus to report")
     p.add_argument("--pretrain", type=Path, metavar="FILE",
                    help="in-domain pretraining text, for Table 4's Pretrain and Train-in-Pre columns")
-    p.add_argument("--thresholds", type=int_list, default=[0, 1, 2, 5], metavar="LIST",
-                   help="the K values of the UNK-rule table, comma-separated (default: 0,1,2,5)")
+    from lmlow.data.stats import THRESHOLDS
+    p.add_argument("--thresholds", type=int_list, default=list(THRESHOLDS), metavar="LIST",
+                   help="the K values of the UNK-rule table, comma-separated (default: "
+                   f"{','.join(map(str, THRESHOLDS))})")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
     p.set_defaults(run="stats")
 
@@ -110,7 +115,9 @@ def _neighbours_parser(sub) -> None:
     p.add_argument("vectors", type=Path, help="vector file (GloVe/word2vec text, .bin, .npz)")
     add_allow_pickle(p)
     p.add_argument("words", nargs="+", metavar="WORD")
-    p.add_argument("-n", "--top", type=int, default=8, help="neighbours per word (default: 8)")
+    from lmlow.embeddings import NEIGHBOURS
+    p.add_argument("-n", "--top", type=at_least(1), default=NEIGHBOURS,
+                   help=f"neighbours per word (default: {NEIGHBOURS}; >= 1)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run="neighbours")
 
@@ -141,7 +148,7 @@ def _train_parser(sub) -> None:
                    "through torchrun's launcher and DistributedDataParallel; range [1, number of "
                    "GPUs] (CPU processes: N x --threads at most the cores). --batch-size is the global batch and must be a multiple of N; "
                    "--resume needs the N the run was trained with. Several machines: run "
-                   "`torchrun --nnodes ... -m lmlow train ...` yourself (README, GPUs)")
+                   "`torchrun --nnodes ... -m lmlow train ...` yourself (docs/gpus.md)")
     _add_config_args(p)
     p.set_defaults(run="train")
 

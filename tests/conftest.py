@@ -19,6 +19,31 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LMLOW_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
+# Kummerfeld et al.'s Table 1, written out by hand as the oracle of what each valid
+# configuration trains: (tie, freeze input, freeze output, init) -> (input matrix frozen,
+# output matrix frozen). A tied model has one matrix: freezing either side freezes it.
+T, F = True, False
+TABLE1 = {
+    (T, F, F, ("random",)): (F, F), (T, T, F, ("random",)): (T, T),
+    (T, F, F, ("glove",)): (F, F), (T, T, F, ("glove",)): (T, T),
+    (F, F, F, ("random",)): (F, F), (F, F, T, ("random",)): (F, T),
+    (F, F, F, ("glove-output",)): (F, F), (F, F, T, ("glove-output",)): (F, T),
+    (F, T, F, ("random",)): (T, F), (F, T, T, ("random",)): (T, T),
+    (F, T, F, ("glove-output",)): (T, F), (F, T, T, ("glove-output",)): (T, T),
+    (F, F, F, ("glove",)): (F, F), (F, F, T, ("glove",)): (F, T),
+    (F, F, F, ("glove", "glove-output")): (F, F), (F, F, T, ("glove", "glove-output")): (F, T),
+    (F, T, F, ("glove",)): (T, F), (F, T, T, ("glove",)): (T, T),
+    (F, T, F, ("glove", "glove-output")): (T, F), (F, T, T, ("glove", "glove-output")): (T, T),
+}
+
+
+def expected_frozen(combo: dict) -> dict:
+    """{"encoder.weight": frozen?, "decoder.weight": frozen?} from the hand-written table."""
+    key = (combo["tie"], combo["freeze_input"], combo["freeze_output"], tuple(combo["init"]))
+    frozen_in, frozen_out = TABLE1[key]
+    return {"encoder.weight": frozen_in, "decoder.weight": frozen_out}
+
+
 def write_corpus(root: Path, train: str, valid: str, test: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for name, text in (("train", train), ("valid", valid), ("test", test)):

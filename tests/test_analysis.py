@@ -243,7 +243,7 @@ def test_cli_compare(runs, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["compare", "no/such/run"], "no such run folder"),
-    (["compare", "RUN", "--steps", "0"], "--steps: 0 must be >= 1"),
+    (["compare", "RUN", "--steps", "0"], "--steps 0: must be >= 1"),
     (["analyze", "no/such/run"], "no such run folder"),
 ])
 def test_bad_input_is_one_line(argv, message, runs, capsys):

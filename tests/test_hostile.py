@@ -245,7 +245,7 @@ def test_the_sweep_threads_reach_its_runs_once(speech_corpus, tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["generate", "--bias-scale", "1e308"], "--bias-scale: 1e308 must be in [-10, 10]"),
+    (["generate", "--bias-scale", "1e308"], "--bias-scale 1e308: must be in [-10, 10]"),
     (["generate", "--temperature", "1e-300"], "--temperature 1e-300: must be 0 (greedy) or in"),
     (["bias-sweep", "--lambdas", "0,1e300", "--samples", "1"], "each must be in [-10, 10]"),
 ])

@@ -4,7 +4,7 @@ unigram init predicts the unigram distribution, the loss is chunked correctly.""
 import numpy as np
 import pytest
 import torch
-from conftest import unigram_perplexity
+from conftest import TABLE1, expected_frozen, unigram_perplexity
 
 from lmlow import train as train_mod
 from lmlow.config import Config, build_config, table1_configurations
@@ -26,6 +26,12 @@ def test_tied_model_shares_one_tensor():
         p.numel() for n, p in m.named_parameters() if n != "decoder.weight")
 
 
+def test_table1_has_exactly_the_papers_twenty_configurations():
+    assert {(c["tie"], c["freeze_input"], c["freeze_output"], tuple(c["init"]))
+            for c in table1_configurations()} == set(TABLE1)
+    assert len(table1_configurations()) == 20
+
+
 @pytest.mark.parametrize("combo", table1_configurations(), ids=lambda c: Config(
     embeddings="x", **c).describe())
 def test_every_table1_configuration_freezes_and_trains_what_it_says(combo, speech_corpus,
@@ -37,10 +43,7 @@ def test_every_table1_configuration_freezes_and_trains_what_it_says(combo, speec
     before = {n: p.detach().clone() for n, p in m.named_parameters()}
     t.run()
     after = dict(m.named_parameters())
-    frozen_in = cfg.freeze_input or (cfg.tie and cfg.freeze_output)
-    frozen_out = cfg.freeze_output or (cfg.tie and cfg.freeze_input)
-    expect_frozen = {"encoder.weight": frozen_in, "decoder.weight": frozen_out,
-                     "decoder.bias": False}
+    expect_frozen = {**expected_frozen(combo), "decoder.bias": False}   # the paper's table
     for name, frozen in expect_frozen.items():
         if name not in after:
             continue  # the tied decoder weight is the encoder weight

@@ -119,7 +119,7 @@ def test_errors_are_one_line(speech_corpus, kn, tmp_path):
     cache = tmp_path / "cache"
     for args, message in [(("eval", tmp_path / "nowhere"), "no such run folder"),
                           (("ngram", speech_corpus, "--out", kn), "is not empty; pass --force"),
-                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--order", "9"), "9 must be in [2, 6]"),
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--order", "9"), "--order 9: must be in [2, 6]"),
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--prune", "0,2,1"),
                            "non-decreasing")]:
         r = lmlow(*args, cache=cache)      # 2: refused while the command line is read
@@ -173,7 +173,7 @@ def test_interpolation_with_an_lstm(speech_corpus, kn, tmp_path):
     r = lmlow("eval", lstm, "--weight", "0.5", cache=cache)
     assert r.returncode == 1 and "--interpolate" in r.stderr
     r = lmlow("eval", lstm, "--interpolate", kn, "--weight", "1.5", cache=cache)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--weight: 1.5 must be in [0, 1]" in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--weight 1.5: must be in [0, 1]" in r.stderr
 
 
 def test_extended_vocabulary_shares_unk_probability(speech_corpus, tmp_path):
@@ -259,7 +259,7 @@ def test_train_fraction_estimates_on_the_first_lines_over_the_full_vocabulary(sp
     assert json.loads((part / "config.json").read_text())["train_fraction"] == 0.4
     ev_full, ev_part = NgramRun(full).evaluate("valid"), NgramRun(part).evaluate("valid")
     assert ev_part.tokens == ev_full.tokens and ev_part.perplexity > ev_full.perplexity
-    for bad, says in (("0", "--train-fraction: 0 must be"), ("0.0001", "no complete training line")):
+    for bad, says in (("0", "--train-fraction 0: must be"), ("0.0001", "no complete training line")):
         r = lmlow("ngram", speech_corpus, "--out", tmp_path / "bad", "--train-fraction", bad)
         assert r.returncode in (1, 2) and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
         assert not (tmp_path / "bad").exists()

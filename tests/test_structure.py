@@ -3,6 +3,7 @@ folder, one derivation of embedding roles, generated flags, and the trainer's pu
 (learning-rate schedules, budget, --train-fraction) checked by hand."""
 import ast
 import csv
+import re
 import json
 import math
 import subprocess
@@ -80,18 +81,33 @@ def test_no_import_cycle_in_lmlow():
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
-def test_lower_modules_do_not_import_higher_ones():
-    graph = import_graph()
-    def reach(n, seen=None):
-        seen = set() if seen is None else seen
-        for m in graph[n] - seen:
-            seen.add(m)
-            reach(m, seen)
-        return seen
-    assert "lmlow.train" not in reach("lmlow.runs")          # evaluating never imports training
-    assert "lmlow.train" not in reach("lmlow.checkpoint")
-    for low in ("lmlow.files", "lmlow.errors", "lmlow.rundir", "lmlow.config"):
-        assert not reach(low) & {"lmlow.runs", "lmlow.train", "lmlow.cli", "lmlow.evaluate"}
+def architecture_layers() -> dict[str, int]:
+    """ARCHITECTURE.md's layer table: module -> layer."""
+    text = (ROOT / "ARCHITECTURE.md").read_text().split("## Layers", 1)[1].split("\n## ", 1)[0]
+    layers = {}
+    for layer, cells in re.findall(r"^\| (\d+) \| (.+) \|$", text, flags=re.M):
+        for name in re.findall(r"`([\w.]+)`", cells):
+            full = "lmlow" if name == "lmlow" else f"lmlow.{name}"
+            assert full not in layers, f"{name} listed twice"
+            layers[full] = int(layer)
+    return layers
+
+
+def test_every_import_points_down_the_architecture_layers():
+    """Every module is in ARCHITECTURE.md's layer table and imports only from lower layers
+    (function-local imports included)."""
+    graph, layers = import_graph(), architecture_layers()
+    assert set(graph) == set(layers), (set(graph) ^ set(layers))
+    bad = [(m, d) for m, deps in graph.items() for d in deps if layers[d] >= layers[m]]
+    assert not bad, [f"{m} (layer {layers[m]}) imports {d} (layer {layers[d]})" for m, d in bad]
+    assert "lmlow.train" not in graph["lmlow.runs"] and layers["lmlow.cli"] > layers["lmlow.train"]
+
+
+def test_the_layer_check_catches_an_upward_import(monkeypatch):
+    graph, layers = import_graph(), architecture_layers()
+    graph["lmlow.files"] = graph["lmlow.files"] | {"lmlow.cli"}        # files importing the CLI
+    bad = [(m, d) for m, deps in graph.items() for d in deps if layers[d] >= layers[m]]
+    assert bad == [("lmlow.files", "lmlow.cli")]
 
 
 def test_opening_a_run_loads_no_training_code_and_keeps_the_global_rng(speech_corpus, tmp_path):
@@ -262,13 +278,45 @@ def test_preset_help_is_generated_from_the_presets():
     assert "paper:" in text and "LSTM 1150+1150+400" in text
 
 
-def test_every_config_field_is_a_train_flag_with_its_default(capsys):
-    from lmlow.cli import build_parser
+SETTINGS = [("train", "lmlow.config", "Config", ("corpus", "preset")),
+            ("embed", "lmlow.glove", "GloveConfig", ()),
+            ("ngram", "lmlow.ngram", "NgramOptions", ()),
+            ("prepare", "lmlow.data.prepare", "PrepareOptions", ()),
+            ("generate", "lmlow.generate", "Sampling", ()),
+            ("generate", "lmlow.generate", "GenerateOptions", ()),
+            ("bias-sweep", "lmlow.generate", "BiasSweepOptions", ()),
+            ("analyze", "lmlow.analysis.commands", "AnalyzeOptions", ()),
+            ("compare", "lmlow.analysis.commands", "CompareOptions", ()),
+            ("eval", "lmlow.runs", "EvalOptions", ()),
+            ("sweep", "lmlow.sweep", "SweepOptions", ()),
+            ("sweep", "lmlow.slurm", "SlurmOptions", ())]
 
-    help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
-    for f in fields(Config):
-        if f.name not in ("corpus", "preset"):
-            assert "--" + f.name.replace("_", "-") in help_text, f.name
+
+@pytest.mark.parametrize("command, module, name, skip", SETTINGS, ids=[s[2] for s in SETTINGS])
+def test_every_settings_field_is_a_flag_showing_its_default(command, module, name, skip):
+    """Each field of the command's settings dataclass is one of its flags, and the help states
+    the field's own default (and range): the default is written once, in the dataclass."""
+    import importlib
+
+    from lmlow.flags import _shown
+    from lmlow.parsers import build_parser
+
+    cls = getattr(importlib.import_module(module), name)
+    sub = build_parser()._subparsers._group_actions[0].choices[command]
+    actions = {a.dest: a for a in sub._actions}
+    for f in fields(cls):
+        if f.name in skip:
+            continue
+        action = actions[f.name]
+        assert action.default is None, f.name            # unset flags leave the field's default
+        assert f"(default: {_shown(f.default)}" in action.help, (f.name, action.help)
+        limit = getattr(cls, "RANGES", {}).get(f.name)
+        if limit:
+            from lmlow.config import describe_range
+            assert describe_range(limit) in action.help, (f.name, action.help)
+
+
+def test_a_train_flag_that_is_not_yes_or_no_is_one_line(capsys):
     code, _, err = cli("train", "x", "--out", "y", "--tie", "maybe", capsys=capsys)
     assert code == 2 and "--tie" in err and "yes or no" in err and err.count("\n") == 1
 

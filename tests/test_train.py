@@ -180,4 +180,4 @@ def test_min_improvement_stops_on_gains_too_small_to_count(speech_corpus, tmp_pa
     assert loose["epochs"] == 4
     r = lmlow("train", speech_corpus, "--preset", "tiny", "--min-improvement", "1",
               "--out", tmp_path / "bad")
-    assert r.returncode != 0 and "--min-improvement: 1 must be in [0, 1)" in r.stderr
+    assert r.returncode != 0 and "--min-improvement 1: must be in [0, 1)" in r.stderr

@@ -13,6 +13,7 @@ from lmlow.data.corpus import Corpus, WordCounts
 from lmlow.data.textio import EOS, UNK
 
 RARE_MAX = 5  # "occur five times or fewer"
+THRESHOLDS = (0, 1, 2, 5)      # Table 3's K values: the default of `lmlow stats --thresholds`
 
 
 def _pct(part: float, whole: float) -> float:
@@ -91,7 +92,7 @@ def row_coverage(corpus: Corpus, known, splits: dict) -> dict:
 
 def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
                  embedding_words: Iterable[str] | None = None,
-                 thresholds: Iterable[int] = (0, 1, 2, 5)) -> dict:
+                 thresholds: Iterable[int] = THRESHOLDS) -> dict:
     """Everything ``lmlow stats`` reports for a corpus, as plain data (for JSON and tables)."""
     splits = {s: corpus.counts(s) for s in ("train", "valid", "test")}
     train = splits["train"].counts
