@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lmlow.config import EmbeddingRoles
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_write_json, atomic_write_text, read_json
+from lmlow.files import atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.plots import plot_validation_curves
 from lmlow.rundir import RunDir
 from lmlow.sweepdir import SweepDir
@@ -151,16 +151,19 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None) ->
                f"not yet: {', '.join(missing)}." if missing else "")
     mixed = mixed_precision(rows)
     partial += f"\n\n**Warning: {mixed}.**" if mixed else ""
-    md, csv, js, png = SweepDir(sweep_dir).results
-    atomic_write_text(md, f"# {sweep_dir.name}\n\nValidation and test perplexity of each run's "
-                      f"best checkpoint; mean and sd over seeds. *converged*: runs (of the seeds) that ended by "
-                      f"their early-stopping rule, not by a cap on epochs, updates or time; *best "
-                      f"epoch/minutes*: when the best checkpoint was measured (mean).{partial}\n\n"
-                      + markdown(COLUMNS, table, digits=4) + "\n")
-    atomic_write_text(csv, to_csv(COLUMNS, table))
-    atomic_write_json(js, rows)
-    plot_curves(rows, png)
-    return [md, csv, js, png]
+    paths = SweepDir(sweep_dir).results
+    with staged_outputs(sweep_dir, [p.name for p in paths], force=True) as stage:
+        md, csv, js, png = (stage / p.name for p in paths)     # all four or none replaced
+        atomic_write_text(md, f"# {sweep_dir.name}\n\nValidation and test perplexity of each "
+                          "run's best checkpoint; mean and sd over seeds. *converged*: runs (of "
+                          "the seeds) that ended by their early-stopping rule, not by a cap on "
+                          "epochs, updates or time; *best epoch/minutes*: when the best checkpoint "
+                          f"was measured (mean).{partial}\n\n" + markdown(COLUMNS, table, digits=4)
+                          + "\n")
+        atomic_write_text(csv, to_csv(COLUMNS, table))
+        atomic_write_json(js, rows)
+        plot_curves(rows, png)
+    return list(paths)
 
 
 def plot_curves(rows: list[dict], out: Path) -> None:

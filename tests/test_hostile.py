@@ -374,8 +374,8 @@ def _limited(args, kib, cache):
 
 
 @pytest.mark.parametrize("command", ["unk", "prepare", "analyze", "bias-sweep", "vocab",
-                                     "compare", "embed", "ngram"])
-def test_a_full_disk_is_one_line_and_leaves_nothing(command, stopped_run, tmp_path):
+                                     "compare", "embed", "ngram", "report"])
+def test_a_full_disk_is_one_line_and_leaves_nothing(command, stopped_run, speech_corpus, tmp_path):
     """Every writing command under a file-size limit: exit 1, one line naming what could not
     be written, no traceback, no output under its final name and no folder it created."""
     cache = tmp_path.parent / "cache-full-disk"
@@ -394,6 +394,13 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(command, stopped_run, tmp_pa
                 "2", "--threads", "1", "--tmp-dir", tmp_path]
         names, kib = ["v.txt"], 64
         out.mkdir()
+    elif command == "report":                      # a finished one-run sweep, then its report
+        grid = tmp_path / "g.toml"
+        grid.write_text("[runs.one]\ntie = true\n")
+        lmlow("sweep", speech_corpus, "--grid", grid, "--preset", "tiny", "--max-steps", "2",
+              "--out", out, cache=cache, check=True)
+        args, names, kib = ["report", out], ["results.md", "results.csv", "results.json",
+                                             "curves.png"], 4
     else:
         args, names, kib = ["ngram", MINI, "--order", "3", "--out", out, "--quiet"], \
             ["model.arpa", "model.bin", "summary.json"], 64
@@ -403,7 +410,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(command, stopped_run, tmp_pa
     assert "cannot" in r.stderr or "too large" in r.stderr or "No space" in r.stderr, r.stderr
     left = sorted(p.name for p in out.iterdir()) if out.exists() else []
     assert not set(left) & set(names) and not [n for n in left if ".tmp" in n], left
-    if command not in ("vocab", "embed"):             # those wrote into a folder the test made
+    if command not in ("vocab", "embed", "report"):   # those wrote into a folder the test made
         assert not out.exists(), left
     assert not list(tmp_path.glob("lmlow-glove-*"))   # embed's work folder went with it
 
