@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lmlow.config import Config
+from lmlow.config import ARCHS, Config
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_path, require_regular
 from lmlow.frozen_rows import row_report
-from lmlow.model import AWDLSTM, count_parameters, log_unigram, pretrained_matrix
+from lmlow.model import count_parameters, log_unigram, pretrained_matrix
 
 CHECKPOINT_FORMAT = 1
 
@@ -102,9 +102,18 @@ def model_sizes(cfg: Config, kv=None) -> tuple[int, int]:
     return emb, out
 
 
+def backbone(arch: str):
+    """The model class registered for ``arch`` in :data:`lmlow.config.ARCHS`."""
+    import importlib
+
+    module, _, name = ARCHS[arch].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None,
                 frozen_rows: np.ndarray | None = None):
-    """The AWD-LSTM of ``cfg`` for ``vocab``, initialised and frozen as ``cfg`` says.
+    """The model of ``cfg`` (its backbone, ``cfg.arch``) for ``vocab``, initialised and frozen
+    as ``cfg`` says.
 
     Seeds torch's global generator with ``seed`` (default ``cfg.seed``) first, as training
     needs: the initial weights and all later dropout masks follow from the seed. Returns
@@ -117,8 +126,7 @@ def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None
     g = torch.Generator().manual_seed(cfg.seed if seed is None else seed)
     torch.manual_seed(cfg.seed if seed is None else seed)
     emb, out = model_sizes(cfg, kv)
-    model = AWDLSTM(len(vocab), emb, cfg.hidden_size, cfg.layers, out, cfg.tie, cfg.dropout,
-                    cfg.dropouth, cfg.dropouti, cfg.dropoute, cfg.wdrop)
+    model = backbone(cfg.arch).from_config(cfg, len(vocab), emb, out)
     report = {"vocabulary": len(vocab), "emb_size": emb, "out_size": out}
     counts = vocab.count_array()
     found = None

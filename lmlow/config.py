@@ -43,6 +43,12 @@ def yes_no(text: str) -> bool:
 yes_no.__name__ = "yes or no"   # what argparse names in its one-line error
 
 
+# The backbones, by the Config field ``arch``: each a class with ``from_config(cfg, vocab_size,
+# emb_size, out_size)`` and the model interface of lmlow.model.AWDLSTM (encoder, decoder,
+# init_hidden, forward, logits). A new backbone is one module and one line here.
+ARCHS = {"lstm": "lmlow.model:AWDLSTM", "transformer": "lmlow.transformer:TransformerLM"}
+
+
 UNK_HELP = ("UNK rule: a word whose training count is below K becomes <unk> in every split "
             "(a word absent from train counts 0); 0 replaces nothing")
 
@@ -79,10 +85,17 @@ class Config:
     init: tuple[str, ...] = _f(("random",), "initialisation, comma-separated: glove, "
                                "glove-output, unigram, random", metavar="LIST")
     # model
+    arch: str = _f("lstm", "the backbone: lstm (AWD-LSTM) or transformer (pre-norm, banded "
+                   "causal attention over a carried memory, rotary positions)")
     emb_size: int = _f(400, "input embedding size (the vectors' size when --init glove)")
     out_size: int | None = _f(None, "output embedding size (default: emb size)")
-    hidden_size: int = _f(1150, "LSTM hidden size of all but the last layer")
-    layers: int = _f(3, "number of LSTM layers")
+    hidden_size: int = _f(1150, "LSTM hidden size of all but the last layer; the Transformer's "
+                          "width")
+    layers: int = _f(3, "number of LSTM layers or Transformer blocks")
+    heads: int = _f(4, "Transformer: attention heads (the width must split into heads of an "
+                    "even size)")
+    context: int = _f(128, "Transformer: each token attends to itself and this many tokens "
+                      "before it (the memory carried across BPTT chunks)")
     dropout: float = _f(0.4, "locked dropout on the LSTM output")
     dropouth: float = _f(0.3, "locked dropout between LSTM layers")
     dropouti: float = _f(0.65, "locked dropout on the input embeddings")
@@ -141,7 +154,7 @@ class Config:
     RANGES: typing.ClassVar[dict[str, str]] = {
         "unk_threshold": "[0, inf)", "train_fraction": "(0, 1]",
         "emb_size": "[1, inf)", "out_size": "[1, inf)", "hidden_size": "[1, inf)",
-        "layers": "[1, inf)", **{d: "[0, 1)" for d in ("dropout", "dropouth", "dropouti",
+        "layers": "[1, inf)", "heads": "[1, inf)", "context": "[1, inf)", **{d: "[0, 1)" for d in ("dropout", "dropouth", "dropouti",
                                                      "dropoute", "wdrop", "label_smoothing")},
         "lr": "(0, inf)", "warmup_steps": "[0, inf)", "step_size": "[1, inf)",
         "gamma": "(0, 1]", "nonmono": "[1, inf)", "clip": "[0, inf)", "wdecay": "[0, inf)",
@@ -150,7 +163,7 @@ class Config:
         "max_steps": "[0, inf)", "patience": "[0, inf)", "min_improvement": "[0, 1)", "eval_every": "[0, inf)",
         "seed": "[0, 4294967295]", "threads": "[0, inf)"}
     CHOICES: typing.ClassVar[dict[str, tuple[str, ...]]] = {
-        "freeze_input_rows": ("all", "pretrained"),
+        "freeze_input_rows": ("all", "pretrained"), "arch": tuple(ARCHS),
         "optimizer": ("sgd", "adam", "adamw"), "schedule": ("none", "step", "plateau", "cosine"),
         "smoothing_prior": ("uniform", "unigram"), "device": ("auto", "cpu", "cuda"),
         "precision": ("auto", "fp32", "bf16", "fp16")}
@@ -187,6 +200,10 @@ class Config:
 
     def validate(self) -> "Config":
         """Refuse invalid combinations with a one-line reason."""
+        if self.arch == "transformer" and (self.hidden_size % self.heads
+                                           or (self.hidden_size // self.heads) % 2):
+            raise LmlowError(f"--hidden-size {self.hidden_size} (the Transformer's width) must "
+                             f"split into --heads {self.heads} heads of an even size")
         bad = [x for x in self.init if x not in INIT_CHOICES]
         if bad:
             raise LmlowError(f"--init: unknown {bad[0]!r}; choose from {', '.join(INIT_CHOICES)}")
@@ -425,6 +442,8 @@ PRESET_PURPOSE = {
     "paper": "Merity et al.'s PTB model, for a GPU (about a day there, far more on a CPU)",
     "small": "lmlow's recommendation on a CPU: useful in minutes on 2 cores",
     "tiny": "seconds, for tests and smoke runs",
+    "transformer-small": "a Transformer with about small's parameters, for a CPU budget",
+    "transformer-tiny": "a Transformer in seconds, for tests",
 }
 
 PRESETS: dict[str, dict] = {
@@ -439,7 +458,20 @@ PRESETS: dict[str, dict] = {
                   dropout=0.3, dropouth=0.2, dropouti=0.2, dropoute=0.05, wdrop=0.2,
                   optimizer="adam", lr=3e-3, wdecay=0.0, asgd=False, alpha=1.0, beta=1.0,
                   clip=0.25, schedule="cosine", max_epochs=40),
+    # The Transformer under a CPU budget: about the parameters of `small`'s LSTM (3 blocks of
+    # width 192), AdamW with a linear warm-up and a cosine decay that ends with the budget.
+    "transformer-small": dict(arch="transformer", emb_size=200, hidden_size=192, layers=3,
+                              heads=4, context=128, batch_size=20, bptt=64, dropout=0.1,
+                              dropouth=0.1, dropouti=0.1, dropoute=0.0, wdrop=0.0,
+                              optimizer="adamw", lr=1e-3, wdecay=0.01, warmup_steps=200,
+                              asgd=False, alpha=0.0, beta=0.0, clip=1.0, schedule="cosine",
+                              max_epochs=40),
     # Seconds, for tests and smoke runs.
+    "transformer-tiny": dict(arch="transformer", emb_size=32, hidden_size=32, layers=2, heads=2,
+                             context=16, batch_size=8, bptt=16, eval_batch_size=4, dropout=0.1,
+                             dropouth=0.1, dropouti=0.1, dropoute=0.0, wdrop=0.0,
+                             optimizer="adamw", lr=3e-3, warmup_steps=20, asgd=False, alpha=0.0,
+                             beta=0.0, clip=1.0, max_epochs=2),
     "tiny": dict(emb_size=32, hidden_size=48, layers=2, batch_size=8, bptt=16, eval_batch_size=4,
                  dropout=0.1, dropouth=0.1, dropouti=0.1, dropoute=0.05, wdrop=0.1,
                  optimizer="adam", lr=3e-3, asgd=False, max_epochs=2),
@@ -451,7 +483,10 @@ def preset_help() -> str:
     def shape(name):
         v = {f.name: f.default for f in fields(Config)} | PRESETS[name]
         sizes = [v["hidden_size"]] * (v["layers"] - 1) + [v["out_size"] or v["emb_size"]]
-        return (f"{v['emb_size']}-d embeddings, LSTM {'+'.join(map(str, sizes))}, "
+        body = (f"Transformer {v['layers']}x{v['hidden_size']}, {v['heads']} heads, context "
+                f"{v['context']}" if v["arch"] == "transformer"
+                else f"LSTM {'+'.join(map(str, sizes))}")
+        return (f"{v['emb_size']}-d embeddings, {body}, "
                 f"{v['optimizer']} lr {v['lr']:g}, batch {v['batch_size']}")
     return "; ".join(f"{n}: {PRESET_PURPOSE[n]} ({shape(n)})" for n in PRESETS)
 

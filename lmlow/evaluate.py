@@ -207,6 +207,9 @@ def lstm_outputs(model, ids: np.ndarray, eos_id: int, batch_size: int = EVAL_BAT
     is left in eval mode. ``shard`` (i, n): only the i-th of every n pieces (or groups of
     lines), for n processes that share the work."""
     ids = np.asarray(ids, dtype=np.int64)
+    # a Transformer's output depends on its receptive field exactly (layers x window): warm
+    # up over all of it, and its numbers equal one unbroken pass's
+    context = max(context, getattr(model, "receptive_field", 0))
     full = np.concatenate([[eos_id], ids])
     n = len(ids)
     if reset_lines:

@@ -163,6 +163,11 @@ class AWDLSTM(nn.Module):
             nn.init.uniform_(self.decoder.weight, -INIT_RANGE, INIT_RANGE)
         nn.init.zeros_(self.decoder.bias)
 
+    @classmethod
+    def from_config(cls, cfg, vocab_size: int, emb: int, out: int) -> "AWDLSTM":
+        return cls(vocab_size, emb, cfg.hidden_size, cfg.layers, out, cfg.tie, cfg.dropout,
+                   cfg.dropouth, cfg.dropouti, cfg.dropoute, cfg.wdrop)
+
     @property
     def sizes(self) -> list[int]:
         return [r.lstm.hidden_size for r in self.rnns]
@@ -196,8 +201,28 @@ class AWDLSTM(nn.Module):
         return F.linear(output, self.decoder.weight) + bias_scale * self.decoder.bias
 
 
+def map_state(fn, state):
+    """``fn`` applied to every tensor of a recurrent state (the LSTM's list of (h, c) pairs,
+    the Transformer's list of memories), the structure kept: saving, moving and slicing a
+    state is written once for every backbone."""
+    if isinstance(state, torch.Tensor):
+        return fn(state)
+    if isinstance(state, (list, tuple)):
+        return type(state)(map_state(fn, s) for s in state)
+    return state
+
+
+def join_states(states: list, fn):
+    """One state from several of the same structure: ``fn`` on each list of matching tensors
+    (e.g. the ranks' batch columns, concatenated)."""
+    first = states[0]
+    if isinstance(first, torch.Tensor):
+        return fn(states)
+    return type(first)(join_states([s[i] for s in states], fn) for i in range(len(first)))
+
+
 def detach_hidden(hidden):
-    return [(h.detach(), c.detach()) for h, c in hidden]
+    return map_state(lambda t: t.detach(), hidden)
 
 
 def log_unigram(counts: torch.Tensor, zero_count: float = 0.5) -> torch.Tensor:

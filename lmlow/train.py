@@ -36,7 +36,7 @@ from lmlow.evaluate import lstm_logprobs
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
 from lmlow.frozen_rows import FrozenRows, describe_rows
 from lmlow.loss import lm_loss
-from lmlow.model import detach_hidden
+from lmlow.model import detach_hidden, join_states, map_state
 from lmlow.progress import shown
 from lmlow.rundir import RunDir
 
@@ -283,7 +283,7 @@ class Trainer:
                 "cuda": [torch.cuda.get_rng_state(self.device)] if cuda else [],
                 # fp32 whatever the autocast dtype, so any precision can continue from it (a
                 # bf16 value is exact in fp32, and autocast casts it back to the same bits)
-                "hidden": ([(h.float().cpu(), c.float().cpu()) for h, c in self.hidden]
+                "hidden": (map_state(lambda t: t.float().cpu(), self.hidden)
                            if self.hidden else None)}
 
     def _checkpoint(self) -> dict | None:
@@ -293,9 +293,8 @@ class Trainer:
         if ranks is None:
             return None
         hidden = [r.pop("hidden") for r in ranks]
-        if hidden[0] is not None:
-            hidden = [(torch.cat([h[i][0] for h in hidden], 1), torch.cat([h[i][1] for h in hidden], 1))
-                      for i in range(len(hidden[0]))]
+        if hidden[0] is not None:           # batch columns are dim 1 of every state tensor
+            hidden = join_states(hidden, lambda parts: torch.cat(parts, 1))
         return {
             "config": self.cfg.to_dict(), "vocab": self.vocab.words,
             "counts": self.vocab.counts, "model": self.model.state_dict(),
@@ -328,8 +327,7 @@ class Trainer:
             torch.cuda.set_rng_state(rng["cuda"][0], self.device)
         if ck["hidden"] is not None:
             cols = self.columns
-            self.hidden = [(h[:, cols].to(self.device), c[:, cols].to(self.device))
-                           for h, c in ck["hidden"]]
+            self.hidden = map_state(lambda t: t[:, cols].to(self.device), ck["hidden"])
 
     def _save_best(self) -> None:
         if not self.world.main:
@@ -761,7 +759,8 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
                    if "coverage_types_pct" in r else "")
             procs = f" x {world.size} processes" if world.distributed else ""
             rows = f"; {describe_rows(r['input_rows'])}" if "input_rows" in r else ""
-            print(f"{trainer.cfg.describe()}; vocabulary {r['vocabulary']}; parameters "
+            arch = "" if trainer.cfg.arch == "lstm" else f"{trainer.cfg.arch}, "
+            print(f"{arch}{trainer.cfg.describe()}; vocabulary {r['vocabulary']}; parameters "
                   f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}{rows}; device "
                   f"{trainer.device}{procs}; precision {_precision(trainer)}", flush=True)
         return _finish(trainer)

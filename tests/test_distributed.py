@@ -39,23 +39,28 @@ def torchrun(*args):
     return r
 
 
-def test_two_processes_equal_one_process_with_the_whole_batch(speech_corpus, tmp_path):
+@pytest.mark.parametrize("preset", ["tiny", "transformer-tiny"])
+def test_two_processes_equal_one_process_with_the_whole_batch(preset, speech_corpus, tmp_path):
     """Dropouts off, so nothing random: 2 ranks x 4 columns must follow 1 process x 8
     columns (same losses at every update, same weights), with sharded validation equal to one
-    process's, and one set of files."""
-    args = ["train", speech_corpus, "--preset", "tiny", "--max-epochs", "1", "--eval-every", "1",
+    process's, and one set of files; for both backbones (the Transformer's memories are
+    gathered by columns as the LSTM's hidden state is)."""
+    args = ["train", speech_corpus, "--preset", preset, "--max-epochs", "1", "--eval-every", "1",
             "--seed", "3", *NO_DROPOUT]
     lmlow(*args, "--out", tmp_path / "one", "--threads", "2", check=True)
     r = torchrun(*args, "--out", tmp_path / "two")
+    # the two sums of the gradient differ in rounding (1e-8 at first); AdamW's normalised
+    # steps let that grow over the epoch (measured: 9e-6 by update 43) where SGD does not
+    tol = 1e-5 if preset == "tiny" else 1e-4
     one, two = metrics(tmp_path / "one"), metrics(tmp_path / "two")
     assert len(two) == len(one) > 40                   # every validation logged once
     assert [m["step"] for m in two] == [m["step"] for m in one]
     for a, b in zip(one, two):
-        assert b["valid_loss"] == pytest.approx(a["valid_loss"], abs=1e-5)
-    assert two[-1]["train_loss"] == pytest.approx(one[-1]["train_loss"], abs=1e-5)
+        assert b["valid_loss"] == pytest.approx(a["valid_loss"], abs=tol)
+    assert two[-1]["train_loss"] == pytest.approx(one[-1]["train_loss"], abs=tol)
     for name in ("last.pt", "best.pt"):
         wa, wb = weights(tmp_path / "one" / name), weights(tmp_path / "two" / name)
-        assert all(torch.allclose(wa[k], wb[k], atol=1e-5, rtol=0) for k in wa)
+        assert all(torch.allclose(wa[k], wb[k], atol=tol, rtol=0) for k in wa)
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == \
         sorted(p.name for p in (tmp_path / "one").iterdir())
     summary = json.loads((tmp_path / "two" / "summary.json").read_text())

@@ -1,0 +1,159 @@
+"""A small decoder-only Transformer under the same embedding flags as the AWD-LSTM.
+
+The input embedding has the vectors' size (``emb_size``) and is projected to the model width
+when they differ; the last block's output is projected back to the output embedding's size
+(``out_size``), so ``--tie``, ``--freeze-input``, ``--freeze-output`` and ``--init glove,
+glove-output, unigram`` act on exactly the matrices they act on in the LSTM (``encoder`` and
+``decoder``, built and frozen by :func:`lmlow.checkpoint.build_model`).
+
+Why this shape:
+
+- **Pre-norm blocks** (LayerNorm before attention and before the GELU MLP, residual adds, a
+  final LayerNorm): they train stably without a learning-rate warm-up trick per layer.
+- **Banded causal attention over a carried memory** (Transformer-XL's recurrence without
+  relative-position matrices): each token attends to itself and the ``context`` tokens
+  before it, and each block keeps the inputs of its last ``context`` positions as its state,
+  carried across BPTT chunks like the LSTM's hidden state and detached the same way. A token's
+  output therefore depends on a fixed window only, so a stream scored in any batch size, or
+  chunks of any length, gives the same numbers as one unbroken pass (given ``layers x
+  context`` tokens of warm-up: :attr:`TransformerLM.receptive_field`), and sampling reuses
+  the memory as its cache (keys and values of the memory are recomputed per step, which is
+  cheap at these sizes; nothing else is).
+- **Rotary positions** (RoPE) on queries and keys: attention scores depend only on the
+  distance between two tokens, which is what makes the window's output independent of where
+  a chunk starts.
+- Attention runs through ``torch.nn.functional.scaled_dot_product_attention`` (the fused
+  kernels where the device has them for a masked call; the math kernel on CPUs).
+
+Dropout: ``dropoute`` (whole words) and ``dropouti`` on the embeddings, ``dropouth`` on the
+attention weights and the residual branches, ``dropout`` on the output; ``wdrop`` (the LSTM's
+DropConnect) has no meaning here and is ignored.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from lmlow.model import INIT_RANGE, embedding_dropout, locked_dropout
+
+
+def rotate(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding of ``x`` (..., L, d) at ``positions`` (L,): pairs of
+    dimensions turned by position x frequency, so q.k depends on the positions' difference."""
+    d = x.shape[-1]
+    freqs = 1.0 / (10000 ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d))
+    angles = positions.to(torch.float32)[:, None] * freqs[None, :]          # (L, d/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+def band_mask(queries: int, memory: int, window: int, device) -> torch.Tensor:
+    """(queries, memory + queries) booleans: query i (at position memory + i) may attend to
+    key j when j is itself or one of the ``window`` positions before it."""
+    q = torch.arange(queries, device=device)[:, None] + memory
+    k = torch.arange(memory + queries, device=device)[None, :]
+    return (k <= q) & (k >= q - window)
+
+
+class Block(nn.Module):
+    """Pre-norm block: x + attention(LN(x) over memory and x), then x + MLP(LN(x))."""
+
+    def __init__(self, width: int, heads: int, dropout: float):
+        super().__init__()
+        if width % heads or (width // heads) % 2:
+            raise ValueError(f"the width {width} must split into {heads} heads of an even size")
+        self.heads, self.dropout = heads, dropout
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, window: int) -> torch.Tensor:
+        """``x`` (T, B, width) after ``memory`` (M, B, width), this block's earlier inputs."""
+        T, B, W = x.shape
+        M = memory.shape[0]
+        h = self.norm1(torch.cat([memory, x]))                               # (M+T, B, W)
+        q, k, v = self.qkv(h).view(M + T, B, 3, self.heads, W // self.heads).permute(2, 1, 3, 0, 4)
+        positions = torch.arange(M + T, device=x.device)
+        q, k = rotate(q[:, :, M:], positions[M:]), rotate(k, positions)
+        mask = band_mask(T, M, window, x.device)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                           dropout_p=self.dropout if self.training else 0.0)
+        a = a.permute(2, 0, 1, 3).reshape(T, B, W)                           # (T, B, W)
+        x = x + F.dropout(self.proj(a), self.dropout, self.training)
+        return x + F.dropout(self.mlp(self.norm2(x)), self.dropout, self.training)
+
+
+class TransformerLM(nn.Module):
+    """Embedding (-> width) -> pre-norm blocks -> LayerNorm (-> output size) -> the output
+    layer over the vocabulary; the same ``encoder``/``decoder``/``init_hidden``/``forward``/
+    ``logits`` as :class:`lmlow.model.AWDLSTM`, so training, evaluation, sampling and the
+    analyses run it unchanged."""
+
+    def __init__(self, vocab_size: int, emb_size: int, width: int, layers: int, heads: int,
+                 out_size: int, tie: bool, context: int, dropout: float = 0.1,
+                 dropouth: float = 0.1, dropouti: float = 0.1, dropoute: float = 0.0):
+        super().__init__()
+        if tie and emb_size != out_size:
+            raise ValueError("tied embeddings need equal input and output sizes")
+        self.encoder = nn.Embedding(vocab_size, emb_size)
+        self.project_in = nn.Linear(emb_size, width, bias=False) if emb_size != width else nn.Identity()
+        self.blocks = nn.ModuleList(Block(width, heads, dropouth) for _ in range(layers))
+        self.norm = nn.LayerNorm(width)
+        self.project_out = nn.Linear(width, out_size, bias=False) if out_size != width else nn.Identity()
+        self.decoder = nn.Linear(out_size, vocab_size)
+        if tie:
+            self.decoder.weight = self.encoder.weight
+        self.tie, self.width, self.context = tie, width, context
+        self.dropout, self.dropouti, self.dropoute = dropout, dropouti, dropoute
+        self.frozen_input_rows = None
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and not name.startswith(("encoder", "decoder")):
+                nn.init.normal_(p, 0.0, 0.02 / (math.sqrt(2 * layers) if name.endswith(
+                    ("proj.weight", "mlp.2.weight")) else 1.0))
+            elif name.endswith("bias") and not name.startswith("decoder"):
+                nn.init.zeros_(p)
+        nn.init.uniform_(self.encoder.weight, -INIT_RANGE, INIT_RANGE)
+        if not tie:
+            nn.init.uniform_(self.decoder.weight, -INIT_RANGE, INIT_RANGE)
+        nn.init.zeros_(self.decoder.bias)
+
+    @classmethod
+    def from_config(cls, cfg, vocab_size: int, emb: int, out: int) -> "TransformerLM":
+        return cls(vocab_size, emb, cfg.hidden_size, cfg.layers, cfg.heads, out, cfg.tie,
+                   cfg.context, cfg.dropout, cfg.dropouth, cfg.dropouti, cfg.dropoute)
+
+    @property
+    def receptive_field(self) -> int:
+        """How far back a token's output can depend on: each block adds ``context``."""
+        return len(self.blocks) * self.context
+
+    def init_hidden(self, batch_size: int) -> list[torch.Tensor]:
+        """Empty memories: one (0, B, width) tensor per block."""
+        w = self.decoder.bias
+        return [w.new_zeros(0, batch_size, self.width) for _ in self.blocks]
+
+    def forward(self, words: torch.Tensor, hidden):
+        """(output (T, B, out_size), new memories, raw output, dropped output), as the LSTM's."""
+        x = embedding_dropout(self.encoder, words, self.dropoute, self.training)
+        x = self.project_in(locked_dropout(x, self.dropouti, self.training))
+        memories = []
+        for block, memory in zip(self.blocks, hidden):
+            memory = memory.to(x.dtype)
+            memories.append(torch.cat([memory, x])[-self.context:])
+            x = block(x, memory, self.context)
+        raw = self.project_out(self.norm(x))
+        out = locked_dropout(raw, self.dropout, self.training)
+        return out, memories, raw, out
+
+    def logits(self, output: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
+        if bias_scale == 1.0:
+            return self.decoder(output)
+        return F.linear(output, self.decoder.weight) + bias_scale * self.decoder.bias
+
+
+__all__ = ["Block", "TransformerLM", "band_mask", "rotate"]
