@@ -42,3 +42,15 @@ def test_gpu_speed_says_in_one_line_that_there_is_no_gpu():
     r = subprocess.run([sys.executable, str(BENCH / "gpu_speed.py")], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "no CUDA GPU" in r.stderr
+
+
+def test_transformer_speed_runs_on_the_cpu(tmp_path):
+    out = run("transformer_speed.py", "--vocab", "500", "--steps", "1", "--repeats", "1",
+              "--batch", "2", "--bptt", "8", "--json", tmp_path / "rows.json")
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert [r["model"] for r in rows] == ["lmlow Transformer", "nn.TransformerEncoder",
+                                          "lmlow LSTM (small)"]
+    assert all(r["tokens_per_s"] > 0 for r in rows) and rows[0]["ratio"] == 1.0
+    sizes = [r["params_without_embeddings"] for r in rows]
+    assert max(sizes) / min(sizes) < 1.1                      # compared at equal parameters
+    assert out.count("| fp32 |") == 3
