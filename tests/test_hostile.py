@@ -471,3 +471,21 @@ def test_a_rejected_slurm_submission_leaves_the_folder_as_it_was(speech_corpus, 
                        capture_output=True, text=True, env=env)
     assert r.returncode == 1 and "Invalid account" in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()
+
+
+def test_a_second_ngram_on_the_same_folder_is_refused(tmp_path):
+    """Two `lmlow ngram --force` at once used to race (a traceback and a partial model): while
+    one holds the run's lock (held here as the first estimator would hold it), the second is
+    refused in one line and writes nothing."""
+    import fcntl
+    out = tmp_path / "kn"
+    out.mkdir()
+    lock = open(out / ".lock", "a+")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        r = lmlow("ngram", MINI, "--order", "3", "--out", out, "--force", "--quiet")
+    finally:
+        lock.close()
+    assert r.returncode != 0 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "wait for it to end" in r.stderr, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]
