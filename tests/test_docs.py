@@ -88,3 +88,10 @@ def test_the_readme_example_runs_on_the_bundled_corpus(tmp_path):
     scored = json.loads(last)
     assert scored["words"][-1] == "<eos>" and len(scored["logprob"]) == 8
     assert all(p < 0 for p in scored["logprob"])
+
+
+def test_every_relative_link_of_the_pages_exists():
+    missing = [(str(p.relative_to(ROOT)), link) for p in PAGES
+               for link in re.findall(r"\]\(([^)#\s]+)", p.read_text())
+               if not link.startswith("http") and not (p.parent / link).exists()]
+    assert not missing, missing
