@@ -296,11 +296,10 @@ class Trainer:
         if hidden[0] is not None:           # batch columns are dim 1 of every state tensor
             hidden = join_states(hidden, lambda parts: torch.cat(parts, 1))
         return {
-            "config": self.cfg.to_dict(), "vocab": self.vocab.words,
-            "counts": self.vocab.counts, "model": self.model.state_dict(),
+            **self._model_payload(),
             "optimizer": self.optimizer.state_dict() if self.optimizer else None,
             "scaler": self.scaler.state_dict() if self.scaler else None,
-            "state": self.state.__dict__.copy(), "processes": self.world.size,
+            "processes": self.world.size,
             "rng": ranks[0], "ranks": ranks if self.world.distributed else None,
             "hidden": hidden[0] if hidden[0] is None else hidden,
             "frozen_input_rows": self.frozen_rows.mask if self.frozen_rows else None,
@@ -333,9 +332,14 @@ class Trainer:
         if not self.world.main:
             return
         with self.averaged():
-            save_checkpoint({"config": self.cfg.to_dict(), "vocab": self.vocab.words,
-                             "counts": self.vocab.counts, "model": self.model.state_dict(),
-                             "state": self.state.__dict__.copy()}, self.rundir.best)
+            save_checkpoint(self._model_payload(), self.rundir.best)
+
+    def _model_payload(self) -> dict:
+        """What any checkpoint holds: the settings, the vocabulary, the weights, the state
+        (``last.pt`` adds what a resume needs)."""
+        return {"config": self.cfg.to_dict(), "vocab": self.vocab.words,
+                "counts": self.vocab.counts, "model": self.model.state_dict(),
+                "state": self.state.__dict__.copy()}
 
     # ---- evaluation
     @contextmanager
