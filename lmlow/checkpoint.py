@@ -146,11 +146,13 @@ def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None
                 model.decoder.weight.mul_(0.1)
     if frozen_rows is not None:
         found = np.asarray(frozen_rows, bool)
-    partial = cfg.partial_freeze and found is not None
-    whole = cfg.input_frozen and not partial
+    roles = cfg.roles                    # the one place that says what is shared and frozen
+    partial = roles.input_frozen and roles.frozen_rows == "pretrained" and found is not None
+    whole = roles.input_frozen and not partial
     model.frozen_input_rows = found.copy() if partial else None
     model.encoder.weight.requires_grad_(not whole)
-    model.decoder.weight.requires_grad_(not (cfg.freeze_output or (cfg.tie and whole)))
+    if not cfg.tie:                      # a tied decoder is the encoder's matrix, set above
+        model.decoder.weight.requires_grad_(not roles.output_frozen)
     model.decoder.bias.requires_grad_(not cfg.freeze_output_bias)
     report.update(count_parameters(model))
     if partial:        # the held rows are parameters no update changes

@@ -191,7 +191,7 @@ class Config:
     def input_frozen(self) -> bool:
         """The input matrix is frozen, wholly or in part (a tied model's one matrix counts
         as input and output)."""
-        return self.freeze_input or (self.tie and self.freeze_output)
+        return self.roles.input_frozen
 
     @property
     def partial_freeze(self) -> bool:
