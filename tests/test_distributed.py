@@ -45,19 +45,22 @@ def test_two_processes_equal_one_process_with_the_whole_batch(preset, speech_cor
     columns (same losses at every update, same weights), with sharded validation equal to one
     process's, and one set of files; for both backbones (the Transformer's memories are
     gathered by columns as the LSTM's hidden state is)."""
+    # the Transformer for its first 20 updates: the two sums of each gradient differ in
+    # rounding (1e-8), which AdamW's normalised steps grow update by update (measured: 2e-8 at
+    # update 19, 9e-6 by update 43), where the LSTM stays within 1e-5 for the whole epoch
+    budget = [] if preset == "tiny" else ["--max-steps", "20"]
     args = ["train", speech_corpus, "--preset", preset, "--max-epochs", "1", "--eval-every", "1",
-            "--seed", "3", *NO_DROPOUT]
+            "--seed", "3", *NO_DROPOUT, *budget]
     lmlow(*args, "--out", tmp_path / "one", "--threads", "2", check=True)
     r = torchrun(*args, "--out", tmp_path / "two")
-    # the two sums of the gradient differ in rounding (1e-8 at first); AdamW's normalised
-    # steps let that grow over the epoch (measured: 9e-6 by update 43) where SGD does not
-    tol = 1e-5 if preset == "tiny" else 1e-4
+    tol = 1e-5
     one, two = metrics(tmp_path / "one"), metrics(tmp_path / "two")
-    assert len(two) == len(one) > 40                   # every validation logged once
+    assert len(two) == len(one) > (40 if preset == "tiny" else 15)   # every validation once
     assert [m["step"] for m in two] == [m["step"] for m in one]
     for a, b in zip(one, two):
         assert b["valid_loss"] == pytest.approx(a["valid_loss"], abs=tol)
-    assert two[-1]["train_loss"] == pytest.approx(one[-1]["train_loss"], abs=tol)
+    if preset == "tiny":                                # an epoch end: its training loss
+        assert two[-1]["train_loss"] == pytest.approx(one[-1]["train_loss"], abs=tol)
     for name in ("last.pt", "best.pt"):
         wa, wb = weights(tmp_path / "one" / name), weights(tmp_path / "two" / name)
         assert all(torch.allclose(wa[k], wb[k], atol=tol, rtol=0) for k in wa)
