@@ -53,6 +53,15 @@ CASES = [
     # train: settings (every one from the report that found them)
     (["train", "X", "--out", "O", "--preset", "tiny"], "X: no such corpus folder", "O"),
     (["train", "C", "--out", "O", "--lr", "-1"], "--lr -1", "O"),
+    # the Transformer's flags (issue 28)
+    (["train", "C", "--out", "O", "--arch", "rnn"], "--arch 'rnn'", "O"),
+    (["train", "C", "--out", "O", "--preset", "transformer-tiny", "--heads", "0"], "--heads 0", "O"),
+    (["train", "C", "--out", "O", "--preset", "transformer-tiny", "--heads", "3"],
+     "split into --heads 3 heads", "O"),
+    (["train", "C", "--out", "O", "--preset", "transformer-tiny", "--heads", "32"],
+     "heads of an even size", "O"),
+    (["train", "C", "--out", "O", "--preset", "transformer-tiny", "--context", "0"],
+     "--context 0", "O"),
     (["train", "C", "--out", "O", "--lr", "nan"], "--lr nan", "O"),
     (["train", "C", "--out", "O", "--lr", "0"], "--lr 0", "O"),
     (["train", "C", "--out", "O", "--clip", "-1"], "--clip -1", "O"),
