@@ -181,3 +181,13 @@ def test_a_width_that_does_not_split_into_heads_is_one_line(speech_corpus, tmp_p
         transformer_cfg(speech_corpus, heads=3)
     r = lmlow("train", speech_corpus, "--arch", "rnn", "--out", tmp_path / "r")
     assert r.returncode != 0 and "--arch" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_sweep_of_the_six_takes_the_transformer(speech_corpus, vectors, tmp_path):
+    """`lmlow sweep --grid six --arch transformer`: every run is a Transformer run."""
+    r = lmlow("sweep", speech_corpus, "--grid", "six", "--preset", "transformer-tiny",
+              "--arch", "transformer", "--embeddings", vectors, "--out", tmp_path / "s",
+              "--dry-run")
+    lines = r.stdout.strip().splitlines()
+    assert r.returncode == 0 and len(lines) == 6, r.stderr
+    assert all("--preset transformer-tiny" in l and "--arch transformer" in l for l in lines)
