@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def measure(corpus: str, k: int, order: int, memory: str) -> dict:
     """Train and evaluate one setting in this process (called through --one)."""
-    from lmlow.ngram import NgramRun, train_ngram
+    from lmlow.ngram import train_ngram
+    from lmlow.ngram_run import NgramRun
 
     with tempfile.TemporaryDirectory() as tmp:
         root = as_corpus(corpus, Path(tmp))

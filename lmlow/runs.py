@@ -1,5 +1,5 @@
 """Opening a run folder as a scorer: ``lmlow.load(RUN_DIR)`` gives an :class:`LSTMRun` or a
-KenLM :class:`lmlow.ngram.NgramRun`, and ``lmlow.interpolate(a, b)`` their word-by-word
+KenLM :class:`lmlow.ngram_run.NgramRun`, and ``lmlow.interpolate(a, b)`` their word-by-word
 mixture. All are :class:`lmlow.evaluate.Scorer` subclasses, so evaluation, scoring and
 reports treat them alike."""
 from __future__ import annotations
@@ -88,7 +88,7 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
     ``bias_scale``) apply to LSTM runs; an n-gram run refuses a checkpoint or LSTM option."""
     run = RunDir(run_dir).require()
     if run.kind == NGRAM:
-        from lmlow.ngram import NgramRun
+        from lmlow.ngram_run import NgramRun
 
         given = [k for k, v in {"checkpoint": checkpoint, **lstm_options}.items()
                  if v is not None and not (k == "bias_scale" and v == 1.0)]

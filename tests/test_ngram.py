@@ -14,7 +14,8 @@ from lmlow.data.corpus import Corpus
 from lmlow.errors import LmlowError
 from lmlow.evaluate import LN10
 from lmlow.external import find_program
-from lmlow.ngram import NgramRun, train_ngram
+from lmlow.ngram import train_ngram
+from lmlow.ngram_run import NgramRun
 from lmlow.runs import load
 
 try:

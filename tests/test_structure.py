@@ -127,7 +127,7 @@ def test_opening_a_run_loads_no_training_code_and_keeps_the_global_rng(speech_co
 
 def test_every_model_is_a_scorer():
     from lmlow.evaluate import Scorer
-    from lmlow.ngram import NgramRun
+    from lmlow.ngram_run import NgramRun
     from lmlow.runs import InterpolatedRun, LSTMRun
 
     for cls in (LSTMRun, NgramRun, InterpolatedRun):

@@ -1,0 +1,121 @@
+"""A finished KenLM run folder as a scorer (:class:`NgramRun`), and what its ``config.json``
+records (:class:`NgramConfig`); :mod:`lmlow.ngram` estimates the model.
+
+Scoring follows ``lmlow.evaluate``'s stream convention: each line's words, then ``<eos>``,
+whose score is KenLM's ``</s>``; the first word is predicted from ``<s>``. KenLM restarts at
+every line, while the LSTM by default carries its state across lines: compare with
+``lmlow eval LSTM_RUN --reset-lines`` for the same condition on both sides.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from lmlow.data.vocab import Vocabulary
+from lmlow.errors import LmlowError
+from lmlow.evaluate import LN10, Scorer
+from lmlow.files import read_json
+from lmlow.rundir import NGRAM, RunDir
+
+
+@dataclass
+class NgramConfig:
+    """What ``config.json`` of an n-gram run records (``kind`` tells it from an LSTM run)."""
+
+    corpus: str
+    order: int
+    unk_threshold: int
+    memory: str
+    prune: list[int] | None
+    discount_fallback: bool
+    discount_fallback_reason: str | None
+    lmplz_command: str
+    build_binary_command: str
+    train_seconds: float           # writing the text, lmplz, the <unk> rename, build_binary
+    lmplz_seconds: float
+    lmplz_peak_rss_mb: float | None
+    extend_vocab: bool = False     # the vocabulary has the words of ``embeddings`` (count 0)
+    embeddings: str | None = None
+    train_fraction: float = 1.0    # estimated on this first fraction of the training lines
+    kind: str = NGRAM
+
+    def done_line(self, out: Path) -> str:
+        """What `lmlow ngram` prints: the model, its time and memory, its valid perplexity."""
+        ev = NgramRun(out).evaluate("valid")
+        fallback = " with --discount_fallback" if self.discount_fallback else ""
+        return (f"done: {self.order}-gram{fallback} in {self.train_seconds:.0f}s (lmplz peak "
+                f"memory {self.lmplz_peak_rss_mb} MB); valid ppl {ev.perplexity:.2f} "
+                f"({ev.perplexity_excluding_unk:.2f} excluding <unk>) -> "
+                f"{RunDir(out).binary}")
+
+    @classmethod
+    def load(cls, path: Path) -> "NgramConfig":
+        data = read_json(path)
+        names = {f.name for f in fields(cls)}
+        missing = names - set(data) - {"kind", "extend_vocab", "embeddings", "train_fraction"}
+        if missing:
+            raise LmlowError(f"{path}: not an n-gram run configuration (lacks {', '.join(sorted(missing))})")
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+class NgramRun(Scorer):
+    """A KenLM run folder as a scorer. KenLM scores every line from ``<s>``: it never carries
+    state across lines, so ``reset_lines`` changes nothing."""
+
+    carries_state = False
+
+    def __init__(self, run_dir: Path):
+        import kenlm
+
+        self.run = RunDir(run_dir).require(NGRAM)
+        self.run_dir = self.run.path
+        self.config = NgramConfig.load(self.run.config)
+        self.vocab = Vocabulary.load(self.run.vocab)
+        self.vocab.unk_threshold = self.config.unk_threshold
+        self.corpus_path = Path(self.config.corpus)
+        self.unk_threshold = self.config.unk_threshold
+        model = self.run.binary if self.run.binary.exists() else self.run.arpa
+        if not model.exists():
+            raise LmlowError(f"{self.run_dir}: n-gram run without {self.run.BINARY} or {self.run.ARPA}")
+        try:
+            self.model = kenlm.Model(str(model))
+        except (OSError, RuntimeError) as e:
+            raise LmlowError(f"{model}: cannot load ({str(e).splitlines()[0]})") from None
+        self.unk_share = self._unk_share()
+
+    def _unk_share(self) -> np.ndarray | None:
+        """Natural-log factor per vocabulary id: log(1 / (n + 1)) for ``<unk>`` and the n
+        vocabulary words the n-gram never saw (an extended vocabulary's words of count 0),
+        0 for the rest. KenLM scores all of them as its ``<unk>``; sharing that probability
+        equally keeps the n-gram a distribution over the LSTM's vocabulary, so both are
+        scored on the same events. None when every word was seen (n = 0)."""
+        unseen = [i for i, w in enumerate(self.vocab.words)
+                  if i not in (self.vocab.unk_id, self.vocab.eos_id) and w not in self.model]
+        if not unseen:
+            return None
+        share = np.zeros(len(self.vocab.words))
+        share[unseen + [self.vocab.unk_id]] = -math.log(len(unseen) + 1)
+        return share
+
+    def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
+        """Natural-log probability of every token; each line from ``<s>``, ``<eos>`` = ``</s>``."""
+        ids = np.asarray(ids)
+        if len(ids) and ids[-1] != self.vocab.eos_id:
+            raise ValueError("a token stream must end with <eos>")
+        words, out, pos = self.vocab.words, np.empty(len(ids)), 0
+        for end in np.flatnonzero(ids == self.vocab.eos_id).tolist():
+            sentence = " ".join([words[i] for i in ids[pos:end].tolist()])
+            scores = [s[0] for s in self.model.full_scores(sentence, bos=True, eos=True)]
+            if len(scores) != end + 1 - pos:
+                raise RuntimeError(f"internal error: KenLM split a line into {len(scores) - 1} words, "
+                                   f"not {end - pos}")
+            out[pos:end + 1] = scores
+            pos = end + 1
+        out *= LN10
+        return out if self.unk_share is None else out + self.unk_share[ids]
+
+
+__all__ = ["NgramConfig", "NgramRun"]
