@@ -154,14 +154,9 @@ class AWDLSTM(nn.Module):
         self.rnns = nn.ModuleList(WeightDropLSTM(sizes[i], sizes[i + 1], wdrop)
                                   for i in range(layers))
         self.decoder = nn.Linear(out_size, vocab_size)
-        if tie:
-            self.decoder.weight = self.encoder.weight  # one tensor, not a copy
         self.tie = tie
         self.dropout, self.dropouth, self.dropouti, self.dropoute = dropout, dropouth, dropouti, dropoute
-        nn.init.uniform_(self.encoder.weight, -INIT_RANGE, INIT_RANGE)
-        if not tie:
-            nn.init.uniform_(self.decoder.weight, -INIT_RANGE, INIT_RANGE)
-        nn.init.zeros_(self.decoder.bias)
+        tie_and_init(self.encoder, self.decoder, tie)
 
     @classmethod
     def from_config(cls, cfg, vocab_size: int, emb: int, out: int) -> "AWDLSTM":
@@ -195,10 +190,25 @@ class AWDLSTM(nn.Module):
         return out, new_hidden, raw, out
 
     def logits(self, output: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
-        """Scores over the vocabulary; ``bias_scale`` is Kobayashi et al.'s lambda."""
-        if bias_scale == 1.0:
-            return self.decoder(output)
-        return F.linear(output, self.decoder.weight) + bias_scale * self.decoder.bias
+        return scaled_logits(self.decoder, output, bias_scale)
+
+
+def tie_and_init(encoder: nn.Embedding, decoder: nn.Linear, tie: bool) -> None:
+    """The embedding ends of every backbone: tied means one tensor (not a copy); weights
+    uniform in +-INIT_RANGE as the reference model initialises them, the output bias 0."""
+    if tie:
+        decoder.weight = encoder.weight
+    nn.init.uniform_(encoder.weight, -INIT_RANGE, INIT_RANGE)
+    if not tie:
+        nn.init.uniform_(decoder.weight, -INIT_RANGE, INIT_RANGE)
+    nn.init.zeros_(decoder.bias)
+
+
+def scaled_logits(decoder: nn.Linear, output: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
+    """Scores over the vocabulary, W h + lambda b; ``bias_scale`` is Kobayashi et al.'s lambda."""
+    if bias_scale == 1.0:
+        return decoder(output)
+    return F.linear(output, decoder.weight) + bias_scale * decoder.bias
 
 
 def map_state(fn, state):

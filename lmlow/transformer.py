@@ -37,7 +37,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lmlow.model import INIT_RANGE, embedding_dropout, locked_dropout
+from lmlow.model import embedding_dropout, locked_dropout, scaled_logits, tie_and_init
 
 
 def rotate(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -106,8 +106,6 @@ class TransformerLM(nn.Module):
         self.norm = nn.LayerNorm(width)
         self.project_out = nn.Linear(width, out_size, bias=False) if out_size != width else nn.Identity()
         self.decoder = nn.Linear(out_size, vocab_size)
-        if tie:
-            self.decoder.weight = self.encoder.weight
         self.tie, self.width, self.context = tie, width, context
         self.dropout, self.dropouti, self.dropoute = dropout, dropouti, dropoute
         self.frozen_input_rows = None
@@ -117,10 +115,7 @@ class TransformerLM(nn.Module):
                     ("proj.weight", "mlp.2.weight")) else 1.0))
             elif name.endswith("bias") and not name.startswith("decoder"):
                 nn.init.zeros_(p)
-        nn.init.uniform_(self.encoder.weight, -INIT_RANGE, INIT_RANGE)
-        if not tie:
-            nn.init.uniform_(self.decoder.weight, -INIT_RANGE, INIT_RANGE)
-        nn.init.zeros_(self.decoder.bias)
+        tie_and_init(self.encoder, self.decoder, tie)
 
     @classmethod
     def from_config(cls, cfg, vocab_size: int, emb: int, out: int) -> "TransformerLM":
@@ -151,9 +146,7 @@ class TransformerLM(nn.Module):
         return out, memories, raw, out
 
     def logits(self, output: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
-        if bias_scale == 1.0:
-            return self.decoder(output)
-        return F.linear(output, self.decoder.weight) + bias_scale * self.decoder.bias
+        return scaled_logits(self.decoder, output, bias_scale)
 
 
 __all__ = ["Block", "TransformerLM", "band_mask", "rotate"]
