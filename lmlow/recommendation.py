@@ -13,7 +13,7 @@ LEVEL_WITH = []
 # over every converged pair measured, and the coverage rule under which freezing is advised
 # (None: no table supports freezing under any measured coverage)
 FREEZE_COSTS = (6.0, 60.8)
-FREEZE_PAIRS = 59
+FREEZE_PAIRS = 61
 FREEZE_MIN_TOKEN_COVERAGE = None
 
 
