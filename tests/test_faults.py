@@ -204,7 +204,9 @@ def test_disk_full_names_the_file_and_keeps_the_old_checkpoint(corpus, tmp_path)
     def limited(args, blocks):
         def cap():
             resource.setrlimit(resource.RLIMIT_FSIZE, (blocks * 1024, resource.RLIM_INFINITY))
-        return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], env=env(cache),
+        # no .pyc written under the limit (a short write would be renamed into place)
+        return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)],
+                              env={**env(cache), "PYTHONDONTWRITEBYTECODE": "1"},
                               capture_output=True, text=True, preexec_fn=cap)
     lmlow("vocab", corpus, cache=cache, check=True)           # the cache, written without a cap
     new = limited(["train", corpus, "--out", tmp_path / "new", *TRAIN], 64)

@@ -368,7 +368,10 @@ def _limited(args, kib, cache):
 
     def cap():
         resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, resource.RLIM_INFINITY))
-    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1"}
+    # no .pyc written under the limit: CPython would rename a short-written one into place
+    # (FileIO.write does not retry), and every later import of that module would fail
+    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1",
+           "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], env=env,
                           capture_output=True, text=True, preexec_fn=cap, timeout=600)
 
