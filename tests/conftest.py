@@ -22,6 +22,8 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 # Kummerfeld et al.'s Table 1, written out by hand as the oracle of what each valid
 # configuration trains: (tie, freeze input, freeze output, init) -> (input matrix frozen,
 # output matrix frozen). A tied model has one matrix: freezing either side freezes it.
+# (Checked: build_model made to skip the freeze of a tied model fails test_model's two tied
+# frozen rows; the old oracle was the implementation's own formula.)
 T, F = True, False
 TABLE1 = {
     (T, F, F, ("random",)): (F, F), (T, T, F, ("random",)): (T, T),

@@ -192,7 +192,9 @@ def places(speech_corpus, tmp_path_factory):
 
 def _snapshot(root) -> dict:
     """Every fixture file's path and content (folders as None): a command that rewrote,
-    truncated or appended to a fixture changes it, not only one that added or removed one."""
+    truncated or appended to a fixture changes it, not only one that added or removed one.
+    (Checked: load_vectors made to append a byte to its file fails two cases; comparing
+    names, the old check passed them.)"""
     return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
             for p in sorted(root.rglob("*")) if not p.name.endswith(".lock")}
 
