@@ -23,10 +23,6 @@ def request_stop() -> None:
     raise Terminated()
 
 
-def stop_requested() -> bool:
-    return _stop_requested
-
-
 def check_stop() -> None:
     """Called before a result is renamed into place: a stopped command commits nothing."""
     if _stop_requested:

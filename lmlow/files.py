@@ -278,13 +278,20 @@ def staged_outputs(out: Path, names: list[str], force: bool = False,
 def remove_stale_stages(folder: Path, names: list[str] = ()) -> list[Path]:
     """What a killed command left in ``folder`` once its process is gone: its stage and the
     ``NAME.tmpPID`` scratch files of the outputs ``names``."""
-    import re
-    gone = []
     folder = Path(folder)
     found = list(folder.glob(STAGE_PREFIX + "*"))
     found += [p for n in names for p in folder.glob(f"{n}.tmp[0-9]*")]
-    for p in found:
-        m = re.search(r"\.tmp(\d+)$", p.name)
+    return remove_if_owner_gone(found)
+
+
+def remove_if_owner_gone(paths) -> list[Path]:
+    """Remove each path named after a process (``NAME.tmpPID`` or ``NAME-PID``) whose process
+    no longer runs: what a killed command left, reclaimed by the next one. A link is removed,
+    never followed."""
+    import re
+    gone = []
+    for p in map(Path, paths):
+        m = re.search(r"(?:\.tmp|-)(\d+)$", p.name)
         if m and not pid_alive(int(m.group(1))):
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p, ignore_errors=True)

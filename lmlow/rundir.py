@@ -14,7 +14,6 @@ import errno
 import fcntl
 import json
 import os
-import re
 import shutil
 import socket
 import time
@@ -22,7 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_write_json, open_own, pid_alive, read_json, read_jsonl, refuse_link
+from lmlow.files import (atomic_write_json, open_own, read_json, read_jsonl, refuse_link,
+                         remove_if_owner_gone)
 
 LSTM, NGRAM = "lstm", "ngram"
 _HELD: set[Path] = set()       # lock files this process holds (flock: one per open file)
@@ -346,13 +346,8 @@ class RunDir:
 
     def remove_stale_temporaries(self) -> list[Path]:
         """Delete ``*.tmpPID`` files and stashes left by processes that no longer run."""
-        gone = []
-        for p in list(self.path.glob("*.tmp[0-9]*")) + list(self.path.glob(f"{self.STASH}-*")):
-            m = re.search(r"(?:\.tmp|-)(\d+)$", p.name)
-            if m and not pid_alive(int(m.group(1))):
-                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-                gone.append(p)
-        return gone
+        return remove_if_owner_gone([*self.path.glob("*.tmp[0-9]*"),
+                                     *self.path.glob(f"{self.STASH}-*")])
 
     def _own_paths(self) -> list[Path]:
         if not self.path.is_dir():
