@@ -269,7 +269,11 @@ class Trainer:
                 return torch.optim.ASGD(self.params, lr=self.state.lr, t0=0, lambd=0.0,
                                         weight_decay=cfg.wdecay,
                                         capturable=self.device.type == "cuda")
-            return torch.optim.SGD(self.params, lr=self.state.lr, weight_decay=cfg.wdecay)
+            # fused on CUDA: with fp16 the loss scaler hands it the overflow flag on the
+            # device, where the unfused SGD makes the scaler wait for the GPU every update
+            # (benchmarks/gpu_waits.py); on the CPU unfused, as every CPU table was made
+            return torch.optim.SGD(self.params, lr=self.state.lr, weight_decay=cfg.wdecay,
+                                   fused=self.device.type == "cuda")
         cls = torch.optim.Adam if cfg.optimizer == "adam" else torch.optim.AdamW
         # the fused kernel (CPU and CUDA) does the whole update in one pass per tensor
         fused = self.device.type in ("cpu", "cuda")

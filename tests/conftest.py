@@ -53,26 +53,54 @@ def write_corpus(root: Path, train: str, valid: str, test: str) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
-def speech_corpus(tmp_path_factory) -> Path:
+# A machine without spaCy and GloVe's programs (the GPU machine: no package registry there)
+# takes the two fixtures below from a folder that `python tools/prebuilt_fixtures.py DIR`
+# made, with the same two builders, on a machine that has them: LMLOW_TEST_FIXTURES=DIR.
+PREBUILT = os.environ.get("LMLOW_TEST_FIXTURES")
+
+
+def make_speech_corpus(out: Path) -> Path:
     """Washington's six addresses, spaCy-tokenised, PTB-normalised, split by paragraph."""
     from lmlow.data.prepare import prepare
     from lmlow.data.tokenize import Normalisation
 
-    out = tmp_path_factory.mktemp("speech") / "corpus"
     prepare([SPEECHES], out, tokenizer="spacy", norm=Normalisation.ptb(), valid=0.15, test=0.15,
             seed=3, documents="line", show_progress=False)
     return out
 
 
+def make_vectors(corpus: Path, out: Path) -> Path:
+    """Real (tiny) GloVe vectors trained on the corpus's training text."""
+    from lmlow.glove import GloveConfig, save_vectors, train_glove
+
+    kv, _ = train_glove([corpus / "train.txt"], GloveConfig(dim=24, epochs=3, min_count=2,
+                                                            threads=1), show_progress=False)
+    return save_vectors(kv, out)[0]
+
+
+def _prebuilt(name: str, dest: Path) -> Path:
+    import shutil
+
+    src = Path(PREBUILT) / name
+    if not src.exists():
+        raise FileNotFoundError(f"LMLOW_TEST_FIXTURES={PREBUILT}: no {name}; make it with "
+                                "`python tools/prebuilt_fixtures.py DIR`")
+    (shutil.copytree if src.is_dir() else shutil.copyfile)(src, dest)   # tests may write
+    return dest
+
+
+@pytest.fixture(scope="session")
+def speech_corpus(tmp_path_factory) -> Path:
+    """Washington's six addresses, spaCy-tokenised, PTB-normalised, split by paragraph."""
+    out = tmp_path_factory.mktemp("speech") / "corpus"
+    return _prebuilt("speech-corpus", out) if PREBUILT else make_speech_corpus(out)
+
+
 @pytest.fixture(scope="session")
 def vectors(speech_corpus, tmp_path_factory):
     """Real (tiny) GloVe vectors trained on the speech corpus's training text."""
-    from lmlow.glove import GloveConfig, save_vectors, train_glove
-
-    kv, _ = train_glove([speech_corpus / "train.txt"], GloveConfig(dim=24, epochs=3, min_count=2,
-                                                                   threads=1), show_progress=False)
-    return save_vectors(kv, tmp_path_factory.mktemp("vec") / "v.txt")[0]
+    out = tmp_path_factory.mktemp("vec") / "v.txt"
+    return _prebuilt("vectors.txt", out) if PREBUILT else make_vectors(speech_corpus, out)
 
 
 def unigram_perplexity(corpus: Path, k: int) -> float:

@@ -35,11 +35,13 @@ def test_ddp_scaling_runs_on_the_cpu(speech_corpus):
     assert len(lines) == 2 and lines[0].endswith("| 1.00 |")
 
 
-def test_gpu_speed_says_in_one_line_that_there_is_no_gpu():
+@pytest.mark.parametrize("script,args", [("gpu_speed.py", []), ("gpu_waits.py", ["corpus"])])
+def test_gpu_scripts_say_in_one_line_that_there_is_no_gpu(script, args):
     import torch
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    r = subprocess.run([sys.executable, str(BENCH / "gpu_speed.py")], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True,
+                       text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "no CUDA GPU" in r.stderr
 
