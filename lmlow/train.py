@@ -62,6 +62,13 @@ def available_cpus() -> int:
     return max(1, n)
 
 
+def _sgd_fuses() -> bool:
+    """Whether this torch's SGD has a fused kernel (torch 2.4 on)."""
+    import inspect
+
+    return "fused" in inspect.signature(torch.optim.SGD).parameters
+
+
 def deterministic_kernels() -> None:
     """Only kernels that give the same bits every time (a GPU's defaults may sum in any
     order): what makes a resumed GPU run bitwise equal to an uninterrupted one. cuBLAS needs
@@ -272,8 +279,10 @@ class Trainer:
             # fused on CUDA: with fp16 the loss scaler hands it the overflow flag on the
             # device, where the unfused SGD makes the scaler wait for the GPU every update
             # (benchmarks/gpu_waits.py); on the CPU unfused, as every CPU table was made
+            # (torch 2.4 and later; an older torch steps unfused and waits)
+            fused = self.device.type == "cuda" and _sgd_fuses()
             return torch.optim.SGD(self.params, lr=self.state.lr, weight_decay=cfg.wdecay,
-                                   fused=self.device.type == "cuda")
+                                   **({"fused": True} if fused else {}))
         cls = torch.optim.Adam if cfg.optimizer == "adam" else torch.optim.AdamW
         # the fused kernel (CPU and CUDA) does the whole update in one pass per tensor
         fused = self.device.type in ("cpu", "cuda")
