@@ -5,6 +5,15 @@ class LmlowError(Exception):
     """A problem with the user's input or environment, explained in one line."""
 
 
+class Interrupted(LmlowError):
+    """A command stopped by a signal after saving what it had (a training's ``last.pt``, a
+    sweep's running trainings); ``exit_code`` is 128 + the signal's number."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 class Terminated(BaseException):
     """SIGTERM, raised where the command is, so its cleanup runs (temporary files removed,
     child programs killed) as for Ctrl-C; not an Exception, so nothing swallows it."""

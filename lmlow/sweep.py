@@ -10,16 +10,18 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
 import typing
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from lmlow.config import (PRESETS, Config, EmbeddingRoles, check_settings, check_values,
                           load_table, setting, table1_configurations)
-from lmlow.errors import LmlowError
+from lmlow.errors import Interrupted, LmlowError
 from lmlow.files import atomic_write_json, read_json
 from lmlow.flags import int_list, str_list
 from lmlow.rundir import RunDir, RunLocked
@@ -245,15 +247,49 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
     per_job = threads or max(1, (os.cpu_count() or 1) // jobs)
     env = dict(os.environ, OMP_NUM_THREADS=str(per_job))
     todo, active = list(split.todo), []
-    while todo or active:
-        while todo and len(active) < jobs:
-            started = _start(todo.pop(0), sweep, per_job, env, log)
-            (results if len(started) == 2 else active).append(started)
-        time.sleep(0.5)
-        for item in [a for a in active if a[1].poll() is not None]:
-            active.remove(item)
-            results.append((item[0], _ended(*item, sweep, per_job, log)))
+    with _passed_on(lambda: [a[1] for a in active]) as stop:
+        while (todo and not stop) or active:
+            while todo and not stop and len(active) < jobs:
+                started = _start(todo.pop(0), sweep, per_job, env, log)
+                (results if len(started) == 2 else active).append(started)
+            time.sleep(0.5)
+            for item in [a for a in active if a[1].poll() is not None]:
+                active.remove(item)
+                results.append((item[0], _ended(*item, sweep, per_job, log)))
+    if stop:
+        name = signal.Signals(stop[0]).name
+        raise Interrupted(f"{name}: the running trainings saved their state and stopped, no "
+                          f"other run was started; the same `lmlow sweep` command resumes "
+                          f"({out})", 128 + stop[0])
     return results
+
+
+@contextmanager
+def _passed_on(running):
+    """SIGTERM or SIGINT to a local sweep: each training still running gets SIGTERM (it saves
+    ``last.pt`` and stops, resumable), no new run starts, and the sweep waits for them before
+    it ends (143 or 130). Without this a ``kill`` ended the sweep alone and left its trainings
+    running unwatched and unscored. The signals (in the list it yields) and the previous
+    handlers come back afterwards; outside the main thread the defaults stay."""
+    stop: list[int] = []
+
+    def forward(signum, _frame):
+        stop.append(signum)
+        for proc in running():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, forward)
+    except ValueError:
+        pass
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _start(run: Run, sweep: SweepDir, per_job: int, env: dict, log):
@@ -283,7 +319,8 @@ def _ended(run: Run, proc, logf, sweep: SweepDir, per_job: int, log) -> int:
         code = ELSEWHERE
     if code == 0:
         code = _score_now(folder, per_job, log)
-    state = {0: "done", ELSEWHERE: "running elsewhere"}.get(code, "FAILED")
+    state = {0: "done", ELSEWHERE: "running elsewhere", 130: "stopped (resumable)",
+             143: "stopped (resumable)"}.get(code, "FAILED")
     tail = sweep.log_tail(run.folder, 1)
     log(f"{state} {run.folder}" + ("" if code in (0, ELSEWHERE) else f": {''.join(tail)}"))
     return code

@@ -31,7 +31,7 @@ from lmlow.data.corpus import Corpus, head_fraction
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, columns, gather, join, leave,
                                rank_seed, require_processes, world_from_env, wrap)
-from lmlow.errors import LmlowError
+from lmlow.errors import Interrupted, LmlowError
 from lmlow.evaluate import lstm_logprobs
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
 from lmlow.frozen_rows import FrozenRows, describe_rows
@@ -720,14 +720,6 @@ def _bar(total: int, epoch: int, quiet: bool):
 
 
 # --------------------------------------------------------------------------- signals
-
-class Interrupted(LmlowError):
-    """Training stopped by a signal after saving its state; ``exit_code`` is 128 + signal."""
-
-    def __init__(self, message: str, exit_code: int):
-        super().__init__(message)
-        self.exit_code = exit_code
-
 
 @contextmanager
 def _stop_on_signals():

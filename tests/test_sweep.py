@@ -76,6 +76,49 @@ def test_interrupted_run_is_resumed(speech_corpus, tmp_path):
     assert f"lmlow train --resume {out / 'standard.seed1'} --quiet" in r.stdout
 
 
+@pytest.mark.slow
+def test_sigterm_to_a_sweep_stops_its_trainings_and_the_same_command_resumes(speech_corpus,
+                                                                          tmp_path):
+    """`kill SWEEP`: the running training gets SIGTERM and saves, no other run starts, the
+    sweep exits 143 in one line once the training stopped (none left running unwatched), and
+    the same command finishes the table. (Mutation-checked: without the forwarding the sweep
+    died at once, exit -15, and its training went on alone.)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "grid.toml").write_text(GRID)
+    out = tmp_path / "sweep"
+    args = ["sweep", str(speech_corpus), "--grid", str(tmp_path / "grid.toml"), "--out", str(out),
+            "--preset", "tiny", "--max-epochs", "3", "--jobs", "1", "--threads", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    sweep = subprocess.Popen([sys.executable, "-m", "lmlow.cli", *args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = out / "standard.seed1"
+    deadline = time.time() + 120
+    while not (first / "last.pt").exists() and time.time() < deadline:   # training has begun
+        time.sleep(0.05)
+    assert (first / "last.pt").exists(), sweep.stderr.read() if sweep.poll() else "slow"
+    sweep.send_signal(signal.SIGTERM)
+    _, err = sweep.communicate(timeout=120)
+    assert sweep.returncode == 143, err
+    assert err.strip().count("\n") == 0 and "SIGTERM" in err and "resumes" in err
+    assert (first / "last.pt").exists() and not (first / "summary.json").exists()
+    assert not _held(first)                        # the training has ended, not left running
+    assert not (out / "untied-unigram.seed1").exists()                 # nothing new started
+    r = lmlow(*args)
+    assert r.returncode == 0, r.stderr
+    assert all((out / f"{n}.seed1" / "summary.json").exists() for n in ("standard", "untied-unigram"))
+
+
+def _held(run_dir) -> bool:
+    from lmlow.rundir import RunDir
+
+    return RunDir(run_dir).locked_by() is not None
+
+
 def test_bad_grid_file_is_one_line(tmp_path, speech_corpus):
     (tmp_path / "g.toml").write_text("[runs.a]\nbogus = 1\n")
     r = lmlow("sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", tmp_path / "s", "--dry-run")
