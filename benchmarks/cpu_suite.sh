@@ -5,7 +5,8 @@
 # training, since two jobs on 2 cores slow each other far more than 2x. Needs `make data-ptb
 # data-sotu data-pydocs`. Usage, from the repo root:
 #
-#   benchmarks/cpu_suite.sh [NAME ...]     # NAMEs: glove lstm_speed ngram train_step contention demo
+#   benchmarks/cpu_suite.sh [NAME ...]     # NAMEs: glove lstm_speed ngram train_step precision
+#                                          #        contention demo
 #
 # About 40 minutes on 2 cores, 15 of them `demo`. GloVe writes vectors/ptb.200d.txt, which
 # train_step then reads.
@@ -66,6 +67,19 @@ train_step() {
       --set init=glove,glove-output,unigram --set embeddings=vectors/ptb.200d.txt
 }
 
+precision() {   # fp32 against bf16 autocast (issue 25): the whole update's speed in each, on
+  : > "$R/precision-cpu.log"      # this CPU (its bf16 units: AMX tiles, AVX-512 BF16, or none)
+  echo "# bf16 units: $(grep -o -w 'amx_tile\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')" \
+      | tee -a "$R/precision-cpu.log"
+  for p in fp32 bf16; do
+    # the `small` preset on PTB (2 threads), and the converged protocol's 2 x 256 model on its
+    # 60k-word LM text at one thread, as the experiments run it
+    run precision "$PY" benchmarks/train_step.py data/ptb --set precision=$p
+    run precision "$PY" benchmarks/train_step.py data/pydocs-mini-q --set precision=$p \
+        --set emb_size=100 --set hidden_size=256 --set threads=1
+  done
+}
+
 contention() {
   : > "$R/contention-cpu.log"
   run contention "$PY" benchmarks/contention.py data/ptb --steps 80
@@ -83,7 +97,7 @@ demo() {   # README's "make demo took N minutes from a fresh clone": a clone of 
   rm -rf "$d"
 }
 
-ALL=(glove lstm_speed ngram train_step contention demo)
+ALL=(glove lstm_speed ngram train_step precision contention demo)
 names=("$@"); [ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
 for n in "${names[@]}"; do
   [[ " ${ALL[*]} " == *" $n "* ]] || { echo "cpu_suite: no benchmark $n (${ALL[*]})" >&2; exit 2; }
