@@ -14,8 +14,11 @@ E=experiments/paper-regime
 C=data/pydocs
 DIM=${DIM:-100} HIDDEN=${HIDDEN:-256}
 V=vectors/pylibs+pydocs.${DIM}d.txt
-[ -f data/pylibs.txt ] && [ -f $C/train.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
-[ -f $V ] || $LM embed data/pylibs.txt $C/train.txt --out $V --dim $DIM --threads 1
+[ -f $C/train.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
+if [ ! -f $V ]; then   # (a GPU machine gets the vectors made here: tools/gpu/pack.sh)
+  [ -f data/pylibs.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
+  $LM embed data/pylibs.txt $C/train.txt --out $V --dim $DIM --threads 1
+fi
 [ -f $E/stats.${DIM}d.md ] || { $LM stats $C --embeddings $V --extend-vocab --pretrain data/pylibs.txt \
     > $E/stats.${DIM}d.md.tmp && mv $E/stats.${DIM}d.md.tmp $E/stats.${DIM}d.md; }
 [ -f $E/kenlm5.${DIM}d/summary.json ] || \
