@@ -1,4 +1,7 @@
-"""The one exception type users see: the CLI prints its message as one line, no traceback."""
+"""The one exception type users see: the CLI prints its message as one line, no traceback;
+and how a command hears SIGINT and SIGTERM."""
+import signal
+from contextlib import contextmanager
 
 
 class LmlowError(Exception):
@@ -36,3 +39,29 @@ def check_stop() -> None:
     """Called before a result is renamed into place: a stopped command commits nothing."""
     if _stop_requested:
         raise Terminated()
+
+
+@contextmanager
+def caught_signals(on_signal=None):
+    """While inside, SIGINT and SIGTERM only append their number to the list it yields (and
+    call ``on_signal()``), for a loop that stops at a safe point: a training after its update,
+    a sweep once its trainings saved. The previous handlers come back afterwards; outside the
+    main thread signals cannot be caught, and the defaults stay."""
+    caught: list[int] = []
+
+    def handler(signum, _frame):
+        caught.append(signum)
+        if on_signal:
+            on_signal()
+
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:
+        pass
+    try:
+        yield caught
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

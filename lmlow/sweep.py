@@ -15,13 +15,12 @@ import subprocess
 import sys
 import time
 import typing
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from lmlow.config import (PRESETS, Config, EmbeddingRoles, check_settings, check_values,
                           load_table, setting, table1_configurations)
-from lmlow.errors import Interrupted, LmlowError
+from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.files import atomic_write_json, read_json
 from lmlow.flags import int_list, str_list
 from lmlow.rundir import RunDir, RunLocked
@@ -247,7 +246,14 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
     per_job = threads or max(1, (os.cpu_count() or 1) // jobs)
     env = dict(os.environ, OMP_NUM_THREADS=str(per_job))
     todo, active = list(split.todo), []
-    with _passed_on(lambda: [a[1] for a in active]) as stop:
+
+    def pass_on():   # each training still running saves last.pt and stops, resumable
+        for proc in (a[1] for a in active if a[1].poll() is None):
+            proc.send_signal(signal.SIGTERM)
+
+    # SIGTERM or SIGINT to the sweep: no new run starts, and it ends (143 or 130) once its
+    # trainings have stopped (before, a `kill` ended the sweep alone and left them running)
+    with caught_signals(pass_on) as stop:
         while (todo and not stop) or active:
             while todo and not stop and len(active) < jobs:
                 started = _start(todo.pop(0), sweep, per_job, env, log)
@@ -262,34 +268,6 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
                           f"other run was started; the same `lmlow sweep` command resumes "
                           f"({out})", 128 + stop[0])
     return results
-
-
-@contextmanager
-def _passed_on(running):
-    """SIGTERM or SIGINT to a local sweep: each training still running gets SIGTERM (it saves
-    ``last.pt`` and stops, resumable), no new run starts, and the sweep waits for them before
-    it ends (143 or 130). Without this a ``kill`` ended the sweep alone and left its trainings
-    running unwatched and unscored. The signals (in the list it yields) and the previous
-    handlers come back afterwards; outside the main thread the defaults stay."""
-    stop: list[int] = []
-
-    def forward(signum, _frame):
-        stop.append(signum)
-        for proc in running():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-
-    previous = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, forward)
-    except ValueError:
-        pass
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _start(run: Run, sweep: SweepDir, per_job: int, env: dict, log):

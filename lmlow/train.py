@@ -31,7 +31,7 @@ from lmlow.data.corpus import Corpus, head_fraction
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, columns, gather, join, leave,
                                rank_seed, require_processes, world_from_env, wrap)
-from lmlow.errors import Interrupted, LmlowError
+from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.evaluate import lstm_logprobs
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
 from lmlow.frozen_rows import FrozenRows, describe_rows
@@ -387,7 +387,7 @@ class Trainer:
         preemption) end the current update, save ``last.pt`` there and stop: nothing is lost.
         (On several processes the ranks stop together at the next of their meetings, within
         ``SYNC_EVERY`` updates.)"""
-        with _stop_on_signals() as stop:
+        with caught_signals() as stop:
             self.stop = stop
             return self._run()
 
@@ -720,25 +720,6 @@ def _bar(total: int, epoch: int, quiet: bool):
 
 
 # --------------------------------------------------------------------------- signals
-
-@contextmanager
-def _stop_on_signals():
-    """While training, SIGINT and SIGTERM only set a flag (the list it yields) that the loop
-    checks after each update; the previous handlers come back afterwards. (Outside the main
-    thread signals cannot be caught; then the defaults stay.)"""
-    stop: list[int] = []
-    previous = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda n, _frame: stop.append(n))
-    except ValueError:
-        pass
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
 
 # --------------------------------------------------------------------------- entry points
 
