@@ -37,7 +37,7 @@ collect() {
 
 watch() {
   while [ $SECONDS -lt ${UNTIL:-540} ] && pgrep -f "paper-regime/run.sh" > /dev/null; do sleep 10; done
-  nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+  command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
   collect
 }
 
@@ -65,8 +65,9 @@ paper-regime)
   cp experiments/converged/common.sh $W/experiments/converged/ && cp -r $E $W/experiments/
   xz -dc .gpu/vectors.txt.xz > $W/vectors/pylibs+pydocs.100d.txt
   # experiments/paper-regime/run.sh itself (its seeds one after another, each reported)
+  # (its own session, and none of this call's output streams: the call returns, the table goes on)
   (cd $W && PYTHONPATH=$W:/tmp/site LM="python3 -m lmlow.cli" JOBS=${JOBS:-5} SEEDS="${SEEDS:-1}" \
-      setsid nohup bash $E/run.sh > /tmp/sweep.log 2>&1 < /dev/null &)
+      exec setsid nohup bash $E/run.sh) > /tmp/sweep.log 2>&1 < /dev/null &
   sleep 5
   watch
   ;;
