@@ -247,8 +247,11 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
     env = dict(os.environ, OMP_NUM_THREADS=str(per_job))
     todo, active = list(split.todo), []
 
+    told: set[int] = set()
+
     def pass_on():   # each training still running saves last.pt and stops, resumable
-        for proc in (a[1] for a in active if a[1].poll() is None):
+        for proc in (a[1] for a in active if a[1].poll() is None and a[1].pid not in told):
+            told.add(proc.pid)
             proc.send_signal(signal.SIGTERM)
 
     # SIGTERM or SIGINT to the sweep: no new run starts, and it ends (143 or 130) once its
@@ -259,6 +262,8 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
                 started = _start(todo.pop(0), sweep, per_job, env, log)
                 (results if len(started) == 2 else active).append(started)
             time.sleep(0.5)
+            if stop:       # also a training started while the signal was being handled
+                pass_on()
             for item in [a for a in active if a[1].poll() is not None]:
                 active.remove(item)
                 results.append((item[0], _ended(*item, sweep, per_job, log)))

@@ -719,8 +719,6 @@ def _bar(total: int, epoch: int, quiet: bool):
                 disable=quiet or not shown(), dynamic_ncols=True)
 
 
-# --------------------------------------------------------------------------- signals
-
 # --------------------------------------------------------------------------- entry points
 
 def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) -> dict:
