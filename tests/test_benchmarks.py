@@ -56,3 +56,21 @@ def test_transformer_speed_runs_on_the_cpu(tmp_path):
     sizes = [r["params_without_embeddings"] for r in rows]
     assert max(sizes) / min(sizes) < 1.1                      # compared at equal parameters
     assert out.count("| fp32 |") == 3
+
+
+def test_prebuilt_fixtures_are_the_fixtures_a_full_machine_makes(speech_corpus, tmp_path):
+    """tools/prebuilt_fixtures.py (for a GPU machine without spaCy and GloVe) writes the same
+    corpus as the session's fixture, and vectors of the same words and size; a second call on
+    the same folder is refused."""
+    tool = Path(__file__).resolve().parents[1] / "tools" / "prebuilt_fixtures.py"
+    out = tmp_path / "fixtures"
+    r = subprocess.run([sys.executable, str(tool), str(out)], capture_output=True, text=True,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr
+    for split in ("train", "valid", "test"):
+        assert (out / "speech-corpus" / f"{split}.txt").read_bytes() == \
+            (speech_corpus / f"{split}.txt").read_bytes()
+    lines = (out / "vectors.txt").read_text().splitlines()
+    assert len(lines) > 100 and all(len(line.split()) == 25 for line in lines)   # word + 24
+    again = subprocess.run([sys.executable, str(tool), str(out)], capture_output=True, text=True)
+    assert again.returncode == 2 and "exists" in again.stderr
