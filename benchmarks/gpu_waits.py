@@ -40,8 +40,7 @@ def count_waits(corpus: Path, preset: str, precision: str, opt: str, updates: in
     with tempfile.TemporaryDirectory() as tmp:
         t = Trainer(cfg, Path(tmp) / "run", quiet=True)
         if opt == "nt-asgd":
-            t.state.asgd = True
-            t.optimizer = t._make_optimizer(asgd=True)
+            t.start_averaging()   # as NT-ASGD does when validation stalls
         data = batchify(t.train_ids, cfg.batch_size)
         t.n_batches = data.shape[0] - 1
         t.hidden = t.model.init_hidden(data.shape[1])

@@ -288,6 +288,12 @@ class Trainer:
         fused = self.device.type in ("cpu", "cuda")
         return cls(self.params, lr=self.state.lr, weight_decay=cfg.wdecay, fused=fused)
 
+    def start_averaging(self) -> None:
+        """NT-ASGD's switch: from the next update on, SGD keeps the average of the weights
+        (ASGD), which validation and the saved best model use; a resume keeps it on."""
+        self.state.asgd = True
+        self.optimizer = self._make_optimizer(asgd=True)
+
     # ---- checkpoints
     def _rank_state(self) -> dict:
         """What differs between ranks: random streams and this rank's columns of the state."""
@@ -625,8 +631,7 @@ class Trainer:
         if (cfg.optimizer == "sgd" and cfg.asgd and not st.asgd and len(st.valid_history) > cfg.nonmono
                 and loss > min(st.valid_history[:-cfg.nonmono])):
             self._say(f"switching to averaged SGD at epoch {st.epoch}")
-            st.asgd = True
-            self.optimizer = self._make_optimizer(asgd=True)
+            self.start_averaging()
         st.valid_history.append(loss)
         st.lr = decayed_rate(cfg, st.lr, st.epoch, improved)
         self._save_last()

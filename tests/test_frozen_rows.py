@@ -82,8 +82,7 @@ def test_nt_asgd_averages_keep_the_rows(speech_corpus, vectors, train_counts, tm
                   eval_every=4)
     t = Trainer(cfg, tmp_path / "r", quiet=True)
     start = t.model.encoder.weight.detach().clone()
-    t.state.asgd = True                              # as NT-ASGD's trigger does at an epoch end
-    t.optimizer = t._make_optimizer(asgd=True)
+    t.start_averaging()   # as NT-ASGD does when validation stalls
     t.run()
     assert isinstance(t.optimizer, torch.optim.ASGD)
     ax = t.optimizer.state[t.model.encoder.weight]["ax"]

@@ -126,8 +126,7 @@ def test_a_resumed_nt_asgd_run_keeps_its_counters_on_the_gpu(speech_corpus, tmp_
     """capturable ASGD after a resume: every state tensor, `step` included, is on the GPU."""
     cfg = gpu(speech_corpus, optimizer="sgd", lr=1.0, max_steps=4)
     t = Trainer(cfg, tmp_path / "r", quiet=True)
-    t.state.asgd = True
-    t.optimizer = t._make_optimizer(asgd=True)
+    t.start_averaging()   # as NT-ASGD does when validation stalls
     t.run()
     r = Trainer(cfg, tmp_path / "r", resume=load_checkpoint(tmp_path / "r" / "last.pt"), quiet=True)
     assert isinstance(r.optimizer, torch.optim.ASGD) and r.optimizer.defaults["capturable"]
@@ -148,8 +147,7 @@ def test_an_update_never_waits_for_the_gpu(precision, opt, speech_corpus, tmp_pa
     cfg = gpu(speech_corpus, optimizer="adam" if opt == "adam" else "sgd", precision=precision)
     t = Trainer(cfg, tmp_path / "r", quiet=True)
     if opt == "nt-asgd":
-        t.state.asgd = True
-        t.optimizer = t._make_optimizer(asgd=True)
+        t.start_averaging()   # as NT-ASGD does when validation stalls
     data = batchify(t.train_ids, cfg.batch_size)
     t.n_batches, t.hidden = data.shape[0] - 1, t.model.init_hidden(data.shape[1])
     t.model.train()

@@ -139,8 +139,7 @@ def test_asgd_evaluates_and_saves_averaged_weights(speech_corpus, tmp_path):
 
     t = Trainer(cfg_for(speech_corpus, optimizer="sgd", lr=1.0, max_steps=6, max_epochs=1),
                 tmp_path / "r", quiet=True)
-    t.state.asgd = True                       # as NT-ASGD does when validation stalls
-    t.optimizer = t._make_optimizer(asgd=True)
+    t.start_averaging()   # as NT-ASGD does when validation stalls
     t.run()
     raw = [p.detach().clone() for p in t.params]
     averages = [t.optimizer.state[p]["ax"] for p in t.params]
