@@ -27,6 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lmlow.config import build_config  # noqa: E402
+from lmlow.errors import LmlowError  # noqa: E402
 from lmlow.train import SYNC_EVERY, Trainer, batchify  # noqa: E402
 
 OPTIMISERS = {"adam": dict(optimizer="adam", lr=1e-3), "sgd": dict(optimizer="sgd", lr=30.0),
@@ -78,16 +79,24 @@ def main() -> int:
     ap.add_argument("corpus", type=Path, help="a prepared corpus folder (train/valid/test.txt)")
     ap.add_argument("--preset", default="paper", help="model preset (default: paper)")
     ap.add_argument("--updates", type=int, default=100, help="updates counted per cell (>= 1)")
-    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16", "fp16"])
-    ap.add_argument("--optimiser", nargs="+", default=list(OPTIMISERS), choices=list(OPTIMISERS))
+    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16", "fp16"],
+                    choices=["fp32", "bf16", "fp16"], help="precisions to count (default: all three)")
+    ap.add_argument("--optimiser", nargs="+", default=list(OPTIMISERS), choices=list(OPTIMISERS),
+                    help="optimisers to count (default: all three)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     args = ap.parse_args()
+    if args.updates < 1:
+        ap.error("--updates must be >= 1")
     if not torch.cuda.is_available():
         print("gpu_waits: no CUDA GPU here (torch.cuda.is_available() is False); run it on a "
               "machine with one", file=sys.stderr)
         return 2
-    rows = [count_waits(args.corpus, args.preset, p, o, args.updates)
-            for p in args.precision for o in args.optimiser]
+    try:
+        rows = [count_waits(args.corpus, args.preset, p, o, args.updates)
+                for p in args.precision for o in args.optimiser]
+    except LmlowError as e:          # a missing corpus, an unknown preset: one line
+        print(f"gpu_waits: {e}", file=sys.stderr)
+        return 1
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, preset {args.preset}, "
           f"{args.updates} updates per cell, the loss read every {SYNC_EVERY}\n")
     print("| precision | optimiser | waits | per update | where (file:line: count) |")
