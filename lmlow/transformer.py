@@ -31,6 +31,7 @@ DropConnect) has no meaning here and is ignored.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -40,15 +41,34 @@ import torch.nn.functional as F
 from lmlow.model import embedding_dropout, locked_dropout, scaled_logits, tie_and_init
 
 
-def rotate(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """Rotary position embedding of ``x`` (..., L, d) at ``positions`` (L,): pairs of
-    dimensions turned by position x frequency, so q.k depends on the positions' difference."""
-    d = x.shape[-1]
-    freqs = 1.0 / (10000 ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d))
-    angles = positions.to(torch.float32)[:, None] * freqs[None, :]          # (L, d/2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+@functools.lru_cache(maxsize=32)
+@torch.inference_mode(False)
+def _rotary_table(d: int, length: int, device: torch.device, dtype: torch.dtype):
+    """cos and sin of position x frequency for positions 0..length-1 (length, d/2), made once
+    per shape: recomputing them in every block of every step was a dozen small kernels each.
+    Built outside inference mode, so a table first made while scoring can be saved for a later
+    training step's backward."""
+    freqs = 1.0 / (10000 ** (torch.arange(0, d, 2, device=device, dtype=torch.float32) / d))
+    angles = torch.arange(length, device=device, dtype=torch.float32)[:, None] * freqs[None, :]
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def rotate(x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """Rotary position embedding of ``x`` (..., L, d) at positions ``start`` .. ``start+L-1``:
+    pairs of dimensions turned by position x frequency, so q.k depends on the positions'
+    difference."""
+    d, L = x.shape[-1], x.shape[-2]
+    cos, sin = _rotary_table(d, start + L, x.device, x.dtype)
+    cos, sin = cos[start:], sin[start:]
     x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+@functools.lru_cache(maxsize=32)
+@torch.inference_mode(False)
+def _cached_band_mask(queries: int, memory: int, window: int, device: torch.device) -> torch.Tensor:
+    """:func:`band_mask`, made once per shape (outside inference mode, as the rotary table)."""
+    return band_mask(queries, memory, window, device)
 
 
 def band_mask(queries: int, memory: int, window: int, device) -> torch.Tensor:
@@ -77,10 +97,13 @@ class Block(nn.Module):
         T, B, W = x.shape
         M = memory.shape[0]
         h = self.norm1(torch.cat([memory, x]))                               # (M+T, B, W)
-        q, k, v = self.qkv(h).view(M + T, B, 3, self.heads, W // self.heads).permute(2, 1, 3, 0, 4)
-        positions = torch.arange(M + T, device=x.device)
-        q, k = rotate(q[:, :, M:], positions[M:]), rotate(k, positions)
-        mask = band_mask(T, M, window, x.device)
+        # queries for the T new positions only (the memory's were discarded: a fifth of the
+        # block's matmul work at the CPU preset), keys and values for all M+T
+        w, b = self.qkv.weight, self.qkv.bias
+        q = F.linear(h[M:], w[:W], b[:W]).view(T, B, self.heads, W // self.heads).permute(1, 2, 0, 3)
+        k, v = F.linear(h, w[W:], b[W:]).view(M + T, B, 2, self.heads, W // self.heads).permute(2, 1, 3, 0, 4)
+        q, k = rotate(q, start=M), rotate(k)
+        mask = _cached_band_mask(T, M, window, x.device)
         a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                            dropout_p=self.dropout if self.training else 0.0)
         a = a.permute(2, 0, 1, 3).reshape(T, B, W)                           # (T, B, W)

@@ -62,12 +62,36 @@ def test_band_mask_and_rotation_by_hand():
     # 2 queries after 3 memory positions, window 2: query 0 sits at 3, query 1 at 4
     assert band_mask(2, 3, 2, "cpu").tolist() == [[False, True, True, True, False],
                                                   [False, False, True, True, True]]
-    q = torch.randn(1, 1, 5, 8)
-    k = torch.randn(1, 1, 5, 8)
-    # rotary: the score of (q at i, k at j) depends on i - j only
-    s1 = (rotate(q, torch.arange(5)) * rotate(k, torch.arange(5))).sum(-1)
-    s2 = (rotate(q, torch.arange(5) + 7) * rotate(k, torch.arange(5) + 7)).sum(-1)
+    # rotary, against complex multiplication: the pair (x[2j], x[2j+1]) as x[2j] + i x[2j+1],
+    # turned by position x 10000^(-2j/d) (Su et al., eq. 34)
+    x = torch.randn(2, 3, 5, 8, dtype=torch.float64)
+    theta = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    for start in (0, 7):
+        pos = torch.arange(start, start + 5, dtype=torch.float64)
+        turn = torch.polar(torch.ones(5, 4, dtype=torch.float64), pos[:, None] * theta[None, :])
+        z = torch.view_as_complex(x.reshape(2, 3, 5, 4, 2).contiguous()) * turn
+        want = torch.view_as_real(z).reshape(2, 3, 5, 8)
+        assert torch.allclose(rotate(x, start=start), want, atol=1e-6)
+    # so the scores of every query with every key depend on their distance only
+    q, k = torch.randn(1, 1, 5, 8), torch.randn(1, 1, 5, 8)
+    s1 = rotate(q, start=0) @ rotate(k, start=0).transpose(-1, -2)
+    s2 = rotate(q, start=9) @ rotate(k, start=9).transpose(-1, -2)
     assert torch.allclose(s1, s2, atol=1e-5)
+    assert not torch.allclose(s1, q @ k.transpose(-1, -2), atol=1e-3)
+
+
+def test_scoring_under_inference_mode_then_training_the_same_shapes():
+    # the rotary table and the band mask are cached per shape; made while scoring under
+    # torch.inference_mode, they must still serve a training step's backward
+    m = small_model(context=11)
+    words = torch.randint(0, 50, (7, 3))
+    m.eval()
+    with torch.inference_mode():
+        m(words, m.init_hidden(3))
+    m.train()
+    out, *_ = m(words, m.init_hidden(3))
+    out.sum().backward()
+    assert m.blocks[0].qkv.weight.grad.abs().sum() > 0
 
 
 @pytest.mark.parametrize("chunk", [1, 5, 13, 300])
