@@ -6,7 +6,7 @@
 # data-sotu data-pydocs`. Usage, from the repo root:
 #
 #   benchmarks/cpu_suite.sh [NAME ...]     # NAMEs: glove lstm_speed ngram train_step precision
-#                                          #        contention demo
+#                                          #        transformer contention demo
 #
 # About 40 minutes on 2 cores, 15 of them `demo`. GloVe writes vectors/ptb.200d.txt, which
 # train_step then reads.
@@ -80,6 +80,12 @@ precision() {   # fp32 against bf16 autocast (issue 25): the whole update's spee
   done
 }
 
+transformer() {   # lmlow's Transformer against nn.TransformerEncoder and the LSTM (issue 28)
+  : > "$R/transformer-cpu.log"
+  run transformer "$PY" benchmarks/transformer_speed.py --vocab 10000 --precision fp32 bf16 \
+      --steps 5 --repeats 5 --json "$R/transformer-cpu.json"
+}
+
 contention() {
   : > "$R/contention-cpu.log"
   run contention "$PY" benchmarks/contention.py data/ptb --steps 80
@@ -97,7 +103,7 @@ demo() {   # README's "make demo took N minutes from a fresh clone": a clone of 
   rm -rf "$d"
 }
 
-ALL=(glove lstm_speed ngram train_step precision contention demo)
+ALL=(glove lstm_speed ngram train_step precision transformer contention demo)
 names=("$@"); [ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
 for n in "${names[@]}"; do
   [[ " ${ALL[*]} " == *" $n "* ]] || { echo "cpu_suite: no benchmark $n (${ALL[*]})" >&2; exit 2; }
