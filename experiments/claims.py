@@ -63,6 +63,8 @@ SOURCES = {   # table -> the committed results it is read from
     "rows-allvec": "experiments/freezing/technical/rows-allvec/results.json",
     "sotu-rows-allvec": "experiments/freezing/sotu/rows-allvec/results.json",
     "paper-regime": "experiments/paper-regime/sweep.100d/results.json",
+    "transformer": "experiments/transformer/sweep/results.json",
+    "transformer+unigram": "experiments/transformer/sweep-unigram/results.json",
 }
 # Which tables the recommendation follows, first tier first: the first tier with a committed
 # table decides (the paper's regime is the table the question is about; the paper-recipe
@@ -81,7 +83,9 @@ TABLE_NAMES = {"six": "technical, Adam", "sotu": "State of the Union, Adam",
                "rows-allvec": "technical, all-text vectors, vector rows frozen, paper recipe",
                "sotu-rows-allvec": "SOTU, all-text vectors, vector rows frozen, paper recipe",
                "six-sgd": "technical, paper recipe", "sotu-sgd": "State of the Union, paper recipe",
-               "paper-regime": "1M-word technical, paper recipe"}
+               "paper-regime": "1M-word technical, paper recipe",
+               "transformer": "technical, Transformer (AdamW)",
+               "transformer+unigram": "technical + unigram bias, Transformer (AdamW)"}
 
 
 def load(table: str, root: Path = ROOT) -> dict[str, dict]:
@@ -504,6 +508,50 @@ def table1_no_early_stop(t1: dict, nes: dict, out: list[str]) -> dict[str, str]:
     return {claims[0]: rule_found_best, claims[1]: worst_group(swapped, claims[1], out)}
 
 
+# ---------------------------------------------------------------- the Transformer (issue 28)
+
+def _table_label(table: str, rows: dict, root: Path) -> str:
+    """The table's name, and how many seeds it has while it is still being trained."""
+    if not rows or complete(table, root):
+        return TABLE_NAMES[table]
+    seeds = min(len(r["valid ppls"]) for r in rows.values() if r.get("valid ppls"))
+    return f"{TABLE_NAMES[table]}, partial: {seeds} seed(s) so far"
+
+
+def architecture_claim(tx: dict, lstm: dict, out: list[str]) -> str:
+    """The Transformer against the LSTM of about its size, configuration by configuration, on
+    the same tokens (pairs by seed number: the seed sets both runs' initialisation and data
+    order, so the pairing is nominal across two architectures, and the margin says so by
+    growing with the spread of the differences)."""
+    vs = []
+    for name in SIX_ORDER:
+        if name in tx and name in lstm:
+            c = Comparison({**tx[name], "configuration": f"Transformer {name}"},
+                           {**lstm[name], "configuration": f"LSTM {name}"})
+            out.append(c.row(f"the Transformer beats the LSTM of its size ({name})"))
+            vs.append(c.verdict())
+    return combine(vs)
+
+
+def transformer_claims(root: Path, out: list[str]) -> dict[str, str]:
+    """Kummerfeld et al.'s open question: do their findings hold for a Transformer? The six's
+    claims on the Transformer's table, whether they agree with the LSTM's under the paper
+    recipe claim by claim, the architectures against each other, and Meister et al.'s
+    unigram-bias claims on the Transformer."""
+    tx, lstm = load("transformer", root), load("six-sgd", root)
+    label = _table_label("transformer", tx, root)
+    mine = six_claims(tx, label, out)
+    verdicts = {f"{k} ({label})": v for k, v in mine.items()}
+    verdicts["the Transformer gives the LSTM's verdicts, claim by claim (technical; the LSTM "
+             "under the paper recipe)"] = (domain_agreement(six_claims(lstm, "", []), mine)
+                                           if tx and lstm else "not tested")
+    verdicts["a Transformer of the LSTM's size beats it, configuration by configuration "
+             "(technical)"] = architecture_claim(tx, lstm, out)
+    meister = meister_claims(tx, load("transformer+unigram", root), out, root, ", Transformer")
+    verdicts |= {f"Meister, Transformer: {k}": v for k, v in meister.items()}
+    return verdicts
+
+
 # ---------------------------------------------------------------- Meister et al. 2023
 
 def curve(run: str, root: Path) -> tuple[list[int], list[float]]:
@@ -520,7 +568,7 @@ def alc_pair(zero_run: str, unigram_run: str, root: Path) -> tuple[float, float]
     return alc(*cut(zx, zy), end=end), alc(*cut(ux, uy), end=end)
 
 
-def meister_claims(six: dict, uni: dict, out: list[str], root: Path) -> dict[str, str]:
+def meister_claims(six: dict, uni: dict, out: list[str], root: Path, where: str = "") -> dict[str, str]:
     names = [n for n in six if n in uni and six[n].get("tie")]
     if not names:
         return {"unigram bias init learns faster (lower ALC)": "not tested",
@@ -531,11 +579,11 @@ def meister_claims(six: dict, uni: dict, out: list[str], root: Path) -> dict[str
         u = dict(zip(uni[n]["seed list"], uni[n]["runs"]))
         d = [a - b for a, b in (alc_pair(z[s], u[s], root) for s in sorted(set(z) & set(u)))]
         faster.append(all(x > 0 for x in d))
-        out.append(f"| unigram bias learns faster: ALC (nats), zero - unigram ({n}) | {n} + unigram | "
+        out.append(f"| unigram bias learns faster: ALC (nats), zero - unigram ({n}{where}) | {n} + unigram | "
                    f"{n} | {', '.join(f'{x:+.3f}' for x in d)} | {statistics.mean(d):+.3f} | | "
                    f"**{'holds' if all(x > 0 for x in d) else 'does not hold' if all(x < 0 for x in d) else 'no clear difference'}** |")
         c = Comparison({**uni[n], "configuration": f"{n} + unigram"}, six[n])
-        out.append(c.row(f"unigram bias ends at a better perplexity ({n})"))
+        out.append(c.row(f"unigram bias ends at a better perplexity ({n}{where})"))
         final.append(c.verdict())
     return {"unigram bias init learns faster (lower ALC)":
             "holds" if all(faster) else "holds in part" if any(faster) else "does not hold",
@@ -826,6 +874,7 @@ def report(root: Path = ROOT) -> str:
         adam = adam if adam is not None else six_claims(sotu, domain, [])
         verdicts[f"the paper recipe gives the Adam tables' verdicts, claim by claim ({domain})"] = (
             domain_agreement(adam, sgd))
+    verdicts |= transformer_claims(root, rows)
     verdicts["the LSTM beats the 5-gram on the same tokens"] = kenlm_claim(six, rows)
     verdicts["the six's verdicts do not depend on the stopping rule (seed 1: convergence rule "
              "vs 30 epochs without early stopping)"] = rule_agreement(

@@ -365,3 +365,53 @@ def test_results_files_say_what_their_runs_measured():
             assert seeds == r["seed list"], (rel, r["configuration"])
             checked += len(r["runs"])
     assert checked > 200
+
+
+def test_the_transformer_answers_the_open_question_against_the_lstm(tmp_path):
+    """Made-up tables: a Transformer with the LSTM's pattern (pretraining helps, freezing
+    costs, untied beats tied) at 10% higher perplexity: its verdicts agree with the LSTM's,
+    it does not beat the LSTM, and the unigram claims wait for their table."""
+    def put(table, rows):
+        path = tmp_path / claims.SOURCES[table]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(list(rows.values())))
+    lstm = {"standard": 320, "standard+pretraining": 300, "ours-unfrozen": 290, "ours": 305,
+            "ours-random-output-unfrozen": 308, "ours-random-output": 318}
+    jitter = (0, 1.5, -1)
+    put("six-sgd", {n: row(n, [p + j for j in jitter]) for n, p in lstm.items()})
+    out = []
+    assert claims.transformer_claims(tmp_path, out)[
+        "a Transformer of the LSTM's size beats it, configuration by configuration (technical)"] == "not tested"
+    put("transformer", {n: row(n, [1.1 * p + j for j in (1, -1, 0.5)]) for n, p in lstm.items()})
+    out = []
+    v = claims.transformer_claims(tmp_path, out)
+    label = "technical, Transformer (AdamW), partial: 3 seed(s) so far"   # no sweep.json: a plan unknown
+    assert v[f"pretrained input beats random input ({label})"] == "holds"
+    assert v[f"freezing the pretrained input helps ({label})"] == "does not hold"
+    # ours-unfrozen beats standard+pretraining, ours (frozen) does not: as the LSTM
+    assert v[f"with pretrained input, untied beats tied ({label})"] == "mixed"
+    assert v["the Transformer gives the LSTM's verdicts, claim by claim (technical; the LSTM "
+             "under the paper recipe)"] == "holds"
+    assert v["a Transformer of the LSTM's size beats it, configuration by configuration "
+             "(technical)"] == "does not hold"
+    assert v["Meister, Transformer: unigram bias init learns faster (lower ALC)"] == "not tested"
+    rows = [l for l in out if "the Transformer beats the LSTM of its size (standard)" in l]
+    assert len(rows) == 1 and "Transformer standard 352.2" in rows[0] and "LSTM standard 320.2" in rows[0]
+
+
+def test_the_transformer_search_picks_the_lowest_converged_validation_perplexity(tmp_path):
+    spec = importlib.util.spec_from_file_location("choose", ROOT / "experiments" / "transformer" / "choose.py")
+    choose = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(choose)
+    grid = tmp_path / "search.toml"
+    grid.write_text('[runs.a]\ntie = true\ninit = ["random"]\nlr = 1e-3\ndropout = 0.1\n\n'
+                    '[runs.b]\ntie = true\ninit = ["random"]\nlr = 3e-4\ndropout = 0.3\n')
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps([row("a", [310], seeds=(1,)), row("b", [300], seeds=(1,))]))
+    assert choose.choose(grid, results) == ("b", ["--lr", "0.0003", "--dropout", "0.3"])
+    results.write_text(json.dumps([row("a", [310], seeds=(1,)), row("b", [300], seeds=(1,), converged=False)]))
+    with pytest.raises(SystemExit, match="b did not converge"):
+        choose.choose(grid, results)
+    results.write_text(json.dumps([row("a", [310], seeds=(1,))]))
+    with pytest.raises(SystemExit, match="no row for b"):
+        choose.choose(grid, results)

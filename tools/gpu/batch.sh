@@ -7,11 +7,14 @@
 #   bash tools/gpu/batch.sh paper-regime  # starts the paper regime's table (SEEDS, default 1;
 #                                         # JOBS runs at once, default 5) in the background,
 #                                         # then watches it until UNTIL seconds (default 540)
+#   bash tools/gpu/batch.sh transformer   # the same for experiments/transformer (its search,
+#                                         # then the six and the six with the unigram bias;
+#                                         # SEEDS default "1 2 3", JOBS default 6)
 #   bash tools/gpu/batch.sh watch         # watches on until the table ends or UNTIL seconds
 #
-# Outputs go to $OUT (the device tool brings them back): logs, JSON, and sweep.tgz with every
-# run folder's small files (no checkpoints) and the report run.sh wrote; unpack it in the
-# repo root.
+# Outputs go to $OUT (the device tool brings them back): logs, JSON, and table.tgz with the
+# experiment folder's small files (no checkpoints): every run folder, the reports and what
+# run.sh wrote (the transformer's chosen.flags); unpack it in the repo root.
 # The table runs outside the synced tree (/tmp/w) so that a new call's copy of the tree cannot
 # touch it, and it lives only as long as the machine: call `watch` again within the machine's
 # idle time (30 s) after each call returns, or it is lost. A table whose runs did not all end
@@ -21,24 +24,35 @@ export PYTHONUNBUFFERED=1
 mkdir -p /tmp/site && tar xJf .gpu/site.tar.xz -C /tmp/site || { echo "batch: no .gpu/site.tar.xz"; exit 1; }
 export PYTHONPATH=$PWD:/tmp/site
 OUT=${OUT:?the device tool sets OUT}
-E=experiments/paper-regime
 W=/tmp/w
 [ -d data/ptb ] || tar xzf .gpu/ptb.tgz
 
-collect() {
-  [ -d $W/$E/sweep.100d ] || return 0
-  (cd $W && tar czf $OUT/sweep.tgz --exclude='*.pt' --exclude=vocab.txt --exclude=.lock $E/sweep.100d)
+collect() {   # the running table's experiment folder, its small files, to $OUT/table.tgz
+  [ -f $W/.table ] || return 0
+  local E; E=experiments/$(cat $W/.table)
+  (cd $W && tar czf $OUT/table.tgz --exclude='*.pt' --exclude=vocab.txt --exclude=.lock \
+      --exclude='*.gz' $E)
   cp /tmp/sweep.log $OUT/sweep.log 2>/dev/null
-  for m in $W/$E/sweep.100d/*/metrics.jsonl; do
-    [ -f "$m" ] && echo "$(basename "$(dirname "$m")"): $(wc -l < "$m") epochs, $(tail -1 "$m" | cut -c1-120)"
+  for m in $W/$E/*/*/metrics.jsonl; do
+    [ -f "$m" ] && echo "${m#$W/$E/}: $(wc -l < "$m") epochs, $(tail -1 "$m" | cut -c1-120)"
   done
-  ls $W/$E/sweep.100d/*/summary.json 2>/dev/null | wc -l | sed 's/$/ runs finished/'
+  ls $W/$E/*/*/summary.json 2>/dev/null | wc -l | sed 's/$/ runs finished/'
 }
 
 watch() {
-  while [ $SECONDS -lt ${UNTIL:-540} ] && pgrep -f "paper-regime/run.sh" > /dev/null; do sleep 10; done
+  [ -f $W/.table ] || { echo "batch: no table started on this machine"; return 1; }
+  while [ $SECONDS -lt ${UNTIL:-540} ] && pgrep -f "$(cat $W/.table)/run.sh" > /dev/null; do sleep 10; done
   command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
   collect
+}
+
+start() {   # TABLE JOBS SEEDS: experiments/TABLE/run.sh in $W, in its own session, none of
+  # this call's output streams (the call returns, the table goes on), then watch it
+  echo "$1" > $W/.table
+  (cd $W && PYTHONPATH=$W:/tmp/site LM="python3 -m lmlow.cli" PY=python3 JOBS=$2 SEEDS="$3" \
+      exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep.log 2>&1 < /dev/null &
+  sleep 5
+  watch
 }
 
 case "${1:-}" in
@@ -62,14 +76,15 @@ checks)
 paper-regime)
   [ -f .gpu/vectors.txt.xz ] || { echo "batch: .gpu has no paper-regime data (pack.sh)"; exit 1; }
   mkdir -p $W/vectors $W/experiments/converged && cp -r lmlow $W/ && tar xzf .gpu/pydocs.tgz -C $W
-  cp experiments/converged/common.sh $W/experiments/converged/ && cp -r $E $W/experiments/
+  cp experiments/converged/common.sh $W/experiments/converged/ && cp -r experiments/paper-regime $W/experiments/
   xz -dc .gpu/vectors.txt.xz > $W/vectors/pylibs+pydocs.100d.txt
-  # experiments/paper-regime/run.sh itself (its seeds one after another, each reported)
-  # (its own session, and none of this call's output streams: the call returns, the table goes on)
-  (cd $W && PYTHONPATH=$W:/tmp/site LM="python3 -m lmlow.cli" JOBS=${JOBS:-5} SEEDS="${SEEDS:-1}" \
-      exec setsid nohup bash $E/run.sh) > /tmp/sweep.log 2>&1 < /dev/null &
-  sleep 5
-  watch
+  start paper-regime "${JOBS:-5}" "${SEEDS:-1}"
+  ;;
+transformer)
+  # what the table reads is in the tree: the bundled corpus, the committed vectors
+  # (converged/vectors), the 5-gram baseline (six/kenlm5) and the LSTM's table for claims
+  mkdir -p $W && cp -r lmlow corpora experiments $W/
+  start transformer "${JOBS:-6}" "${SEEDS:-1 2 3}"
   ;;
 watch) watch ;;
 *) sed -n '2,20p' "$0"; exit 2 ;;
