@@ -415,3 +415,46 @@ def test_the_transformer_search_picks_the_lowest_converged_validation_perplexity
     results.write_text(json.dumps([row("a", [310], seeds=(1,))]))
     with pytest.raises(SystemExit, match="no row for b"):
         choose.choose(grid, results)
+
+
+def test_reuse_same_words_copies_only_random_runs_whose_vocabulary_matches(tmp_path):
+    """--same-words: a run that reads no vector is the same experiment under other vectors
+    that add the same words, and only then; --check ignores the vectors' path of such copies."""
+    from lmlow.data.corpus import Corpus
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for split in ("train", "valid", "test"):
+        (corpus / f"{split}.txt").write_text("the cat sat\non the mat\n")
+
+    def vectors(name, words, value):
+        path = tmp_path / name
+        path.write_text("".join(f"{w} {value} {value + 1}\n" for w in words))
+        return path
+    old = vectors("old.txt", ["the", "dog", "ran"], 0.1)
+    same = vectors("same.txt", ["ran", "dog", "cat"], 0.7)        # other values, same new words
+    more = vectors("more.txt", ["dog", "ran", "fox"], 0.1)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    base = {"corpus": str(corpus), "unk_threshold": 0, "extend_vocab": True, "tie": True,
+            "embeddings": str(old), "hidden_size": 256, "seed": 1}
+    for name, init in (("standard.seed1", ["random"]), ("standard+pretraining.seed1", ["glove"])):
+        run = src / name
+        run.mkdir(parents=True)
+        for f in ("data.json", "metrics.jsonl", "summary.json", "eval_best_valid.json",
+                  "eval_best_test.json"):
+            (run / f).write_text("{}\n")
+        (run / "config.json").write_text(json.dumps(base | {"init": init}))
+        Corpus(corpus, 0, ["the", "dog", "ran"], show_progress=False).vocab.save(run / "vocab.txt")
+    refused = _reuse("--same-words", str(more), str(src), str(dst))
+    assert refused.returncode == 0 and "not copied" in refused.stdout and not (dst / "standard.seed1").exists()
+    assert _reuse("--same-words", str(same), str(src), str(dst)).returncode == 0
+    assert (dst / "standard.seed1" / "reused_from").exists()
+    assert not (dst / "standard+pretraining.seed1").exists()       # it read the old vectors' values
+    own = dst / "ours.seed1"                                         # the sweep's own run
+    own.mkdir()
+    (own / "config.json").write_text(json.dumps(base | {"embeddings": str(same), "tie": False,
+                                                        "init": ["glove", "glove-output"]}))
+    (own / "summary.json").write_text("{}")
+    assert _reuse("--check", str(src), str(dst)).returncode == 0
+    (own / "config.json").write_text(json.dumps(base | {"embeddings": str(same), "hidden_size": 512}))
+    bad = _reuse("--check", str(src), str(dst))
+    assert bad.returncode == 1 and "hidden_size" in bad.stdout and "embeddings" not in bad.stdout
