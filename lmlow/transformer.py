@@ -58,8 +58,10 @@ def rotate(x: torch.Tensor, start: int = 0) -> torch.Tensor:
     pairs of dimensions turned by position x frequency, so q.k depends on the positions'
     difference."""
     d, L = x.shape[-1], x.shape[-2]
-    cos, sin = _rotary_table(d, start + L, x.device, x.dtype)
-    cos, sin = cos[start:], sin[start:]
+    # one table per power of two of positions, so sampling (one more position each step)
+    # does not make a table per length; a position's values do not depend on the table's size
+    cos, sin = _rotary_table(d, max(256, 1 << (start + L - 1).bit_length()), x.device, x.dtype)
+    cos, sin = cos[start:start + L], sin[start:start + L]
     x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
 
