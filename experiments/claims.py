@@ -866,9 +866,7 @@ def report(root: Path = ROOT) -> str:
         sgd_rows = load(table, root)
         if not sgd_rows:
             continue       # the paper-recipe tables (issue 24): as they are committed
-        seeds = min(len(r["valid ppls"]) for r in sgd_rows.values() if r.get("valid ppls"))
-        label = f"{domain}, paper recipe" + ("" if complete(table, root) else
-                                              f", partial: {seeds} seed(s) so far")
+        label = _table_label(table, sgd_rows, root)
         sgd = six_claims(sgd_rows, label, rows)
         verdicts |= {f"{k} ({label})": v for k, v in sgd.items()}
         adam = adam if adam is not None else six_claims(sotu, domain, [])

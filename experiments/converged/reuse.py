@@ -22,6 +22,7 @@ is made only when DST has no folder of that name. ``--check`` then compares each
 ``config.json`` with a run DST trained itself: they must differ only in the embedding roles and
 the seed, or the copy is not the same experiment and the command fails (exit 1).
 """
+import functools
 import json
 import shutil
 import sys
@@ -55,12 +56,10 @@ def copy(src: Path, dst: Path, same_words: Path | None = None) -> list[str]:
             if {"glove", "glove-output"} & set(cfg.get("init") or ()):
                 continue                                 # it reads the vectors' values
             target, note = dst / run.name, f"{SAME_WORDS}{same_words}\n"
-            if target.exists():
-                continue
-            if not same_vocabulary(run, cfg, same_words):
-                done.append(f"{run}: its vocabulary is not the one {same_words} gives; not copied")
-                continue
         if target.exists():
+            continue
+        if same_words is not None and not same_vocabulary(run, cfg, same_words):
+            done.append(f"{run}: its vocabulary is not the one {same_words} gives; not copied")
             continue
         tmp = target.with_name(target.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -80,15 +79,23 @@ def copy(src: Path, dst: Path, same_words: Path | None = None) -> list[str]:
 def same_vocabulary(run: Path, cfg: dict, vectors: Path) -> bool:
     """Whether the run's corpus, UNK threshold and ``vectors`` give, through lmlow's own
     reader, the vocabulary the run trained with (its ``vocab.txt``), word for word."""
-    from lmlow.data.corpus import Corpus
     from lmlow.data.vocab import Vocabulary
-    from lmlow.embeddings import vector_words
 
     if not (run / "vocab.txt").exists():
         return False
-    extra = vector_words(vectors) if cfg.get("extend_vocab") else ()
-    words = Corpus(Path(cfg["corpus"]), cfg["unk_threshold"], extra, show_progress=False).vocab.words
-    return list(words) == list(Vocabulary.load(run / "vocab.txt").words)
+    words = vocabulary(cfg["corpus"], cfg["unk_threshold"], vectors if cfg.get("extend_vocab") else None)
+    return words == list(Vocabulary.load(run / "vocab.txt").words)
+
+
+@functools.lru_cache(maxsize=None)
+def vocabulary(corpus: str, unk_threshold: int, vectors: Path | None) -> list[str]:
+    """The vocabulary lmlow builds for a corpus (extended by a vector file's words), read
+    once for all the seeds of a table."""
+    from lmlow.data.corpus import Corpus
+    from lmlow.embeddings import vector_words
+
+    extra = vector_words(vectors) if vectors else ()
+    return list(Corpus(Path(corpus), unk_threshold, extra, show_progress=False).vocab.words)
 
 
 def check(dst: Path) -> list[str]:
