@@ -513,3 +513,18 @@ def test_a_run_follows_its_moved_corpus(speech_corpus, tmp_path, capsys):
     assert data["corpus"] == str(new.resolve())
     assert Config.load(RunDir(run).config).corpus == str(new.resolve())
     assert cli("eval", run, capsys=capsys)[0] == 0
+
+
+# --------------------------------------------------------------------------- scripts
+
+def test_every_committed_shell_script_parses():
+    """The experiments' run.sh files and the GPU batch script run where no test follows them
+    (hours in the background, or on a lent GPU machine whose minutes are few): a syntax slip
+    there costs a session, so at least `bash -n` reads each one here."""
+    listed = subprocess.run(["git", "ls-files", "*.sh"], cwd=ROOT, capture_output=True, text=True)
+    scripts = [ROOT / name for name in listed.stdout.split()] if listed.returncode == 0 else \
+        sorted(p for p in ROOT.rglob("*.sh") if ".venv" not in p.parts)
+    assert any(p.name == "batch.sh" for p in scripts)
+    for path in scripts:
+        checked = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+        assert checked.returncode == 0, f"{path.relative_to(ROOT)}: {checked.stderr.strip()}"

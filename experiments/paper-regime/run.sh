@@ -23,8 +23,10 @@ fi
     > $E/stats.${DIM}d.md.tmp && mv $E/stats.${DIM}d.md.tmp $E/stats.${DIM}d.md; }
 [ -f $E/kenlm5.${DIM}d/summary.json ] || \
   $LM ngram $C --order 5 --embeddings $V --extend-vocab --out $E/kenlm5.${DIM}d --quiet
-for seed in ${SEEDS:-1 2}; do
-  $LM sweep $C --grid $E/five.toml --extend-vocab --embeddings $V --seeds $seed --jobs "$JOBS" \
+# seed by seed; TOGETHER=1 puts every seed in one sweep (a GPU trains JOBS=10 runs at once)
+groups=${SEEDS:-1 2}; [ -n "${TOGETHER:-}" ] && groups=$(echo $groups | tr ' ' ',')
+for seeds in $groups; do
+  $LM sweep $C --grid $E/five.toml --extend-vocab --embeddings $V --seeds $seeds --jobs "$JOBS" \
       --out $E/sweep.${DIM}d --preset paper --emb-size $DIM --hidden-size $HIDDEN --layers 2 \
       "${PAPER_CONVERGE[@]}"
   $LM report $E/sweep.${DIM}d --baseline $E/kenlm5.${DIM}d

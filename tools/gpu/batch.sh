@@ -2,8 +2,15 @@
 # What a GPU session runs, on the GPU machine, from the repo root, with .gpu/ from
 # tools/gpu/pack.sh carried (device tool: carry [".gpu"]). Steps, each its own call:
 #
-#   bash tools/gpu/batch.sh checks        # pytest -m gpu, waits per update, gpu_speed,
-#                                         # transformer_speed, a bf16 GPU run resumed on the CPU
+#   bash tools/gpu/batch.sh session       # a whole short loan in one call: the paper regime's
+#                                         # table started in the background (seeds 1 and 2 at
+#                                         # once, 10 runs), the precision checks that count or
+#                                         # compare (not time) beside it, then watch; follow
+#                                         # with `watch` calls while the loan lasts
+#   bash tools/gpu/batch.sh checks        # the counting checks, then the timed ones, alone
+#   bash tools/gpu/batch.sh correct       # pytest -m gpu, waits per update, a bf16 GPU run
+#                                         # resumed on the CPU (they count: load does not matter)
+#   bash tools/gpu/batch.sh speed         # gpu_speed, transformer_speed (timings: a quiet GPU)
 #   bash tools/gpu/batch.sh paper-regime  # starts the paper regime's table (SEEDS, default 1;
 #                                         # JOBS runs at once, default 5) in the background,
 #                                         # then watches it until UNTIL seconds (default 540)
@@ -12,19 +19,23 @@
 #                                         # SEEDS default "1 2 3", JOBS default 6)
 #   bash tools/gpu/batch.sh watch         # watches on until the table ends or UNTIL seconds
 #
-# Outputs go to $OUT (the device tool brings them back): logs, JSON, and table.tgz with the
+# Outputs go to $OUT (the device tool brings them back): checks.tgz (the checks' logs and
+# JSON; unpack into benchmarks/results/gpu-NAME/), sweep.log, and table.tgz with the
 # experiment folder's small files (no checkpoints): every run folder, the reports and what
 # run.sh wrote (the transformer's chosen.flags); unpack it in the repo root.
 # The table runs outside the synced tree (/tmp/w) so that a new call's copy of the tree cannot
 # touch it, and it lives only as long as the machine: call `watch` again within the machine's
-# idle time (30 s) after each call returns, or it is lost. A table whose runs did not all end
-# is not a result; its metrics only say how far it got.
+# idle time (30 s) after each call returns, or it is lost (checkpoints do not come back: a
+# table must end within one loan). A table whose runs did not all end is not a result; its
+# metrics only say how far it got.
 set -u
 export PYTHONUNBUFFERED=1
 mkdir -p /tmp/site && tar xJf .gpu/site.tar.xz -C /tmp/site || { echo "batch: no .gpu/site.tar.xz"; exit 1; }
 export PYTHONPATH=$PWD:/tmp/site
 OUT=${OUT:?the device tool sets OUT}
 W=/tmp/w
+R=/tmp/checks; mkdir -p $R   # the checks' logs and JSON, back as $OUT/checks.tgz (at most 8 files come back)
+trap 'tar czf $OUT/checks.tgz -C /tmp checks' EXIT
 [ -d data/ptb ] || tar xzf .gpu/ptb.tgz
 
 collect() {   # the running table's experiment folder, its small files, to $OUT/table.tgz
@@ -46,46 +57,64 @@ watch() {
   collect
 }
 
-start() {   # TABLE JOBS SEEDS: experiments/TABLE/run.sh in $W, in its own session, none of
-  # this call's output streams (the call returns, the table goes on), then watch it
+launch() {   # TABLE JOBS SEEDS: experiments/TABLE/run.sh in $W, in its own session, none of
+  # this call's output streams (the call returns, the table goes on)
   echo "$1" > $W/.table
   (cd $W && PYTHONPATH=$W:/tmp/site LM="python3 -m lmlow.cli" PY=python3 JOBS=$2 SEEDS="$3" \
-      exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep.log 2>&1 < /dev/null &
+      TOGETHER=${TOGETHER:-} exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep.log 2>&1 < /dev/null &
   sleep 5
-  watch
 }
 
-case "${1:-}" in
-checks)
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee $OUT/device.txt
-  python3 -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())" | tee -a $OUT/device.txt
-  LMLOW_TEST_FIXTURES=$PWD/.gpu/fixtures timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q \
-      -p no:cacheprovider -rs > $OUT/pytest_gpu.log 2>&1; tail -3 $OUT/pytest_gpu.log
-  timeout 120 python3 benchmarks/gpu_waits.py data/ptb --updates 100 --json $OUT/gpu_waits.json \
-      > $OUT/gpu_waits.md 2>&1; cat $OUT/gpu_waits.md
-  timeout 150 python3 benchmarks/gpu_speed.py --precision fp32 bf16 fp16 --json $OUT/gpu_speed.json \
-      > $OUT/gpu_speed.md 2>&1; cat $OUT/gpu_speed.md
-  timeout 90 python3 benchmarks/transformer_speed.py --device cuda --precision fp32 bf16 --batch 64 \
-      --bptt 128 --steps 10 --repeats 5 --json $OUT/transformer_speed.json > $OUT/transformer_speed.md 2>&1
-  cat $OUT/transformer_speed.md
-  { python3 -m lmlow.cli train data/ptb --out /tmp/x --preset tiny --device cuda --precision bf16 \
-      --max-steps 30 --quiet && python3 -m lmlow.cli train --resume /tmp/x --device cpu \
-      --precision fp32 --max-steps 40 --quiet; echo "resume exit $?"; cat /tmp/x/summary.json; } \
-      > $OUT/resume.txt 2>&1; grep -E 'resume exit|precision|device' $OUT/resume.txt
-  ;;
-paper-regime)
+paper_regime() {   # the table's corpus, vectors and scripts in $W, then launch it
   [ -f .gpu/vectors.txt.xz ] || { echo "batch: .gpu has no paper-regime data (pack.sh)"; exit 1; }
   mkdir -p $W/vectors $W/experiments/converged && cp -r lmlow $W/ && tar xzf .gpu/pydocs.tgz -C $W
   cp experiments/converged/common.sh $W/experiments/converged/ && cp -r experiments/paper-regime $W/experiments/
   xz -dc .gpu/vectors.txt.xz > $W/vectors/pylibs+pydocs.100d.txt
-  start paper-regime "${JOBS:-5}" "${SEEDS:-1}"
+  launch paper-regime "$1" "$2"
+}
+
+correct() {   # what counts or compares, not what is timed: runs beside a table
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee $R/device.txt
+  python3 -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())" | tee -a $R/device.txt
+  LMLOW_TEST_FIXTURES=$PWD/.gpu/fixtures timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q \
+      -p no:cacheprovider -rs > $R/pytest_gpu.log 2>&1; tail -3 $R/pytest_gpu.log
+  timeout 150 python3 benchmarks/gpu_waits.py data/ptb --updates 100 --json $R/gpu_waits.json \
+      > $R/gpu_waits.md 2>&1; cat $R/gpu_waits.md
+  { python3 -m lmlow.cli train data/ptb --out /tmp/x --preset tiny --device cuda --precision bf16 \
+      --max-steps 30 --quiet && python3 -m lmlow.cli train --resume /tmp/x --device cpu \
+      --precision fp32 --max-steps 40 --quiet; echo "resume exit $?"; cat /tmp/x/summary.json; } \
+      > $R/resume.txt 2>&1; grep -E 'resume exit|precision|device' $R/resume.txt
+}
+
+speed() {   # timings: alone on the GPU
+  timeout 150 python3 benchmarks/gpu_speed.py --precision fp32 bf16 fp16 --json $R/gpu_speed.json \
+      > $R/gpu_speed.md 2>&1; cat $R/gpu_speed.md
+  timeout 90 python3 benchmarks/transformer_speed.py --device cuda --precision fp32 bf16 --batch 64 \
+      --bptt 128 --steps 10 --repeats 5 --json $R/transformer_speed.json > $R/transformer_speed.md 2>&1
+  cat $R/transformer_speed.md
+}
+
+case "${1:-}" in
+session)
+  # the decisive table first (it needs the most minutes), both seeds at once
+  TOGETHER=1 paper_regime "${JOBS:-10}" "${SEEDS:-1 2}"
+  correct
+  watch
+  ;;
+checks) correct; speed ;;
+correct) correct ;;
+speed) speed ;;
+paper-regime)
+  paper_regime "${JOBS:-5}" "${SEEDS:-1}"
+  watch
   ;;
 transformer)
   # what the table reads is in the tree: the bundled corpus, the committed vectors
   # (converged/vectors), the 5-gram baseline (six/kenlm5) and the LSTM's table for claims
   mkdir -p $W && cp -r lmlow corpora experiments $W/
-  start transformer "${JOBS:-6}" "${SEEDS:-1 2 3}"
+  launch transformer "${JOBS:-6}" "${SEEDS:-1 2 3}"
+  watch
   ;;
 watch) watch ;;
-*) sed -n '2,20p' "$0"; exit 2 ;;
+*) sed -n '2,32p' "$0"; exit 2 ;;
 esac
