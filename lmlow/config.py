@@ -47,6 +47,10 @@ yes_no.__name__ = "yes or no"   # what argparse names in its one-line error
 # emb_size, out_size)`` and the model interface of lmlow.model.AWDLSTM (encoder, decoder,
 # init_hidden, forward, logits). A new backbone is one module and one line here.
 ARCHS = {"lstm": "lmlow.model:AWDLSTM", "transformer": "lmlow.transformer:TransformerLM"}
+# Settings that one backbone alone reads. Given explicitly for the other they would do nothing,
+# silently, so build_config refuses them; a sweep passes its own flags of this kind only to
+# the runs of that backbone (a grid may mix them).
+ARCH_ONLY = {"heads": "transformer", "context": "transformer", "wdrop": "lstm"}
 
 
 UNK_HELP = ("UNK rule: a word whose training count is below K becomes <unk> in every split "
@@ -100,7 +104,7 @@ class Config:
     dropouth: float = _f(0.3, "locked dropout between LSTM layers")
     dropouti: float = _f(0.65, "locked dropout on the input embeddings")
     dropoute: float = _f(0.1, "embedding dropout (whole words)")
-    wdrop: float = _f(0.5, "weight drop (DropConnect) on hidden-to-hidden weights")
+    wdrop: float = _f(0.5, "LSTM: weight drop (DropConnect) on hidden-to-hidden weights")
     # optimisation
     optimizer: str = _f("sgd", "sgd (with NT-ASGD), adam or adamw")
     lr: float = _f(30.0, "learning rate")
@@ -505,7 +509,19 @@ def build_config(preset: str | None = None, file: Path | None = None, **override
     values = defaults(preset or from_file.get("preset"))
     values.update(from_file)
     values.update({k: v for k, v in overrides.items() if v is not None})
-    return Config(**values).validate()
+    cfg = Config(**values).validate()
+    for name, arch in ARCH_ONLY.items():
+        given = overrides.get(name)
+        # --wdrop 0 says what the Transformer does anyway
+        if given is not None and cfg.arch != arch and not (name == "wdrop" and given == 0):
+            raise LmlowError(f"--{name} {given}: only --arch {arch} has it (this run is "
+                             f"--arch {cfg.arch}); leave it out")
+    return cfg
+
+
+def arch_of(settings: dict, preset: str | None) -> str:
+    """The backbone that settings on top of a preset build."""
+    return settings.get("arch") or defaults(preset).get("arch") or "lstm"
 
 
 def table1_configurations() -> list[dict]:
@@ -537,4 +553,4 @@ def field_default(name: str, preset: str | None = None):
     return f.default if f.default is not MISSING else None
 
 
-__all__ = ["Config", "PRESETS", "build_config", "table1_configurations"]
+__all__ = ["ARCH_ONLY", "Config", "PRESETS", "arch_of", "build_config", "table1_configurations"]

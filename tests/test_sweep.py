@@ -181,3 +181,19 @@ def test_a_sweep_folders_plan_is_every_run_ever_planned_into_it(tmp_path):
     assert [r.settings.get("lr") for r in planned if r.folder == "standard.seed1"] == [0.01]
     # in place: the file changes only where the plan does
     assert [r.folder for r in planned] == [r.folder for r in first] + ["standard.seed2"]
+
+
+def test_a_flag_of_one_backbone_goes_to_that_backbones_runs(tmp_path, speech_corpus):
+    """A grid may mix the LSTM and the Transformer: the sweep's --heads and --context reach
+    the Transformer's runs only, its --wdrop the LSTM's only (`lmlow train` refuses each for
+    the other backbone, where it would do nothing)."""
+    (tmp_path / "g.toml").write_text('[runs.lstm]\ntie = true\n\n'
+                                     '[runs.tx]\narch = "transformer"\nhidden_size = 32\n')
+    r = lmlow("sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", tmp_path / "s",
+              "--preset", "tiny", "--heads", "2", "--context", "8", "--wdrop", "0.3", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    lines = {line.split("--out ")[1].split()[0].rsplit("/", 1)[1]: line for line in r.stdout.splitlines()}
+    assert "--heads 2" in lines["tx.seed1"] and "--context 8" in lines["tx.seed1"]
+    assert "--wdrop" not in lines["tx.seed1"]
+    assert "--heads" not in lines["lstm.seed1"] and "--context" not in lines["lstm.seed1"]
+    assert "--wdrop 0.3" in lines["lstm.seed1"]
