@@ -12,13 +12,17 @@ Why this shape:
   final LayerNorm): they train stably without a learning-rate warm-up trick per layer.
 - **Banded causal attention over a carried memory** (Transformer-XL's recurrence without
   relative-position matrices): each token attends to itself and the ``context`` tokens
-  before it, and each block keeps the inputs of its last ``context`` positions as its state,
-  carried across BPTT chunks like the LSTM's hidden state and detached the same way. A token's
-  output therefore depends on a fixed window only, so a stream scored in any batch size, or
-  chunks of any length, gives the same numbers as one unbroken pass (given ``layers x
-  context`` tokens of warm-up: :attr:`TransformerLM.receptive_field`), and sampling reuses
-  the memory as its cache (keys and values of the memory are recomputed per step, which is
-  cheap at these sizes; nothing else is).
+  before it, and each block keeps the keys and values of its last ``context`` positions as
+  its state, carried across BPTT chunks like the LSTM's hidden state and detached the same
+  way. A token's output therefore depends on a fixed window only, so a stream scored in any
+  batch size, or chunks of any length, gives the same numbers as one unbroken pass (given
+  ``layers x context`` tokens of warm-up: :attr:`TransformerLM.receptive_field`), and
+  sampling uses the memory as its key/value cache. Transformer-XL carries each block's
+  inputs and computes their keys and values again with the current weights; carrying the keys
+  and values themselves spares that (at the CPU preset, a block's work on a 64-token chunk
+  with 128 carried positions fell by a quarter), at the price that in training the carried
+  ones were made by the weights of an update or two before. Scoring changes no weight, so
+  there the two are the same.
 - **Rotary positions** (RoPE) on queries and keys: attention scores depend only on the
   distance between two tokens, which is what makes the window's output independent of where
   a chunk starts.
@@ -82,7 +86,8 @@ def band_mask(queries: int, memory: int, window: int, device) -> torch.Tensor:
 
 
 class Block(nn.Module):
-    """Pre-norm block: x + attention(LN(x) over memory and x), then x + MLP(LN(x))."""
+    """Pre-norm block: x + attention(LN(x) over the carried keys/values and x's), then
+    x + MLP(LN(x))."""
 
     def __init__(self, width: int, heads: int, dropout: float):
         super().__init__()
@@ -94,23 +99,23 @@ class Block(nn.Module):
         self.proj = nn.Linear(width, width)
         self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, window: int) -> torch.Tensor:
-        """``x`` (T, B, width) after ``memory`` (M, B, width), this block's earlier inputs."""
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, window: int):
+        """``x`` (T, B, width) after ``memory`` (M, B, 2 x width): the keys and values (before
+        rotation) of the M positions before it. Returns the block's output and the keys and
+        values of x's positions (T, B, 2 x width), for the next chunk's memory."""
         T, B, W = x.shape
         M = memory.shape[0]
-        h = self.norm1(torch.cat([memory, x]))                               # (M+T, B, W)
-        # queries for the T new positions only (the memory's were discarded: a fifth of the
-        # block's matmul work at the CPU preset), keys and values for all M+T
-        w, b = self.qkv.weight, self.qkv.bias
-        q = F.linear(h[M:], w[:W], b[:W]).view(T, B, self.heads, W // self.heads).permute(1, 2, 0, 3)
-        k, v = F.linear(h, w[W:], b[W:]).view(M + T, B, 2, self.heads, W // self.heads).permute(2, 1, 3, 0, 4)
+        q, kv = self.qkv(self.norm1(x)).split((W, 2 * W), dim=-1)
+        keys_values = torch.cat([memory.to(kv.dtype), kv])                     # (M+T, B, 2W)
+        q = q.reshape(T, B, self.heads, W // self.heads).permute(1, 2, 0, 3)
+        k, v = keys_values.view(M + T, B, 2, self.heads, W // self.heads).permute(2, 1, 3, 0, 4)
         q, k = rotate(q, start=M), rotate(k)
         mask = _cached_band_mask(T, M, window, x.device)
         a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                            dropout_p=self.dropout if self.training else 0.0)
         a = a.permute(2, 0, 1, 3).reshape(T, B, W)                           # (T, B, W)
         x = x + F.dropout(self.proj(a), self.dropout, self.training)
-        return x + F.dropout(self.mlp(self.norm2(x)), self.dropout, self.training)
+        return x + F.dropout(self.mlp(self.norm2(x)), self.dropout, self.training), kv
 
 
 class TransformerLM(nn.Module):
@@ -153,9 +158,9 @@ class TransformerLM(nn.Module):
         return len(self.blocks) * self.context
 
     def init_hidden(self, batch_size: int) -> list[torch.Tensor]:
-        """Empty memories: one (0, B, width) tensor per block."""
+        """Empty memories: one (0, B, 2 x width) tensor of keys and values per block."""
         w = self.decoder.bias
-        return [w.new_zeros(0, batch_size, self.width) for _ in self.blocks]
+        return [w.new_zeros(0, batch_size, 2 * self.width) for _ in self.blocks]
 
     def forward(self, words: torch.Tensor, hidden):
         """(output (T, B, out_size), new memories, raw output, dropped output), as the LSTM's."""
@@ -163,9 +168,8 @@ class TransformerLM(nn.Module):
         x = self.project_in(locked_dropout(x, self.dropouti, self.training))
         memories = []
         for block, memory in zip(self.blocks, hidden):
-            memory = memory.to(x.dtype)
-            memories.append(torch.cat([memory, x])[-self.context:])
-            x = block(x, memory, self.context)
+            x, kv = block(x, memory, self.context)
+            memories.append(torch.cat([memory.to(kv.dtype), kv])[-self.context:])
         raw = self.project_out(self.norm(x))
         out = locked_dropout(raw, self.dropout, self.training)
         return out, memories, raw, out
