@@ -29,9 +29,12 @@ def main() -> int:
     points = claims.freezing_points(ROOT)
     atomic_write_json(HERE / "freezing-points.json", points, indent=1)
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.6))
     tables = sorted({p["table"] for p in points})
     marks = {"Adam": "o", "paper recipe": "s"}
+    # one colour a table (more tables than the default cycle's 10): tab20's dark shades first
+    palette = plt.get_cmap("tab20")
+    colours = [palette(j) for j in (*range(0, 20, 2), *range(1, 20, 2))]
     for i, table in enumerate(tables):
         for opt, marker in marks.items():
             pts = [p for p in points if p["table"] == table and p["optimiser"] == opt
@@ -40,7 +43,7 @@ def main() -> int:
                 continue
             for ax, key in zip(axes, ("cost_pct", "cost")):
                 ax.scatter([p["frozen_random_pct"] for p in pts], [p[key] for p in pts],
-                           marker=marker, s=22, alpha=0.75, color=f"C{i % 10}",
+                           marker=marker, s=22, alpha=0.8, color=colours[i % 20],
                            label=f"{claims.TABLE_NAMES.get(table, table)}" if key == "cost" else None)
     for ax, label in zip(axes, ("cost of freezing, % of the trained twin's perplexity",
                                 "cost of freezing, perplexity (frozen - trained)")):
@@ -48,7 +51,7 @@ def main() -> int:
         ax.set_xlabel("training tokens whose frozen input row is random, %")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=7, loc="best")
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))   # off the points
     fig.suptitle("Freezing the pretrained input: one point per seed and frozen/trained pair "
                  "(circles Adam, squares paper recipe); above 0 freezing hurts", fontsize=9)
     fig.tight_layout()
