@@ -344,8 +344,21 @@ class Trainer:
         if rng["cuda"] and self.device.type == "cuda":
             torch.cuda.set_rng_state(rng["cuda"][0], self.device)
         if ck["hidden"] is not None:
+            self._check_state_format(ck["hidden"])
             cols = self.columns
             self.hidden = map_state(lambda t: t[:, cols].to(self.device), ck["hidden"])
+
+    def _check_state_format(self, hidden) -> None:
+        """The carried state must have this model's per-position size: the Transformer's
+        memory held each block's inputs (width) until it carried keys and values (2 x width),
+        and a checkpoint from before would fail deep inside the first step."""
+        fresh = self.model.init_hidden(1)
+        same = []
+        join_states([hidden, fresh], lambda ts: same.append(ts[0].shape[2:] == ts[1].shape[2:]))
+        if not all(same):
+            raise LmlowError(f"{self.rundir.last}: its carried state was written by an older lmlow "
+                             "(the Transformer's memory held block inputs, now keys and values); "
+                             "resume it with that version, or train it again")
 
     def _save_best(self) -> None:
         if not self.world.main:

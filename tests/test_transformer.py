@@ -176,6 +176,23 @@ def test_resume_is_bitwise(speech_corpus, tmp_path):
     assert [s for s in rows(tmp_path / "part") if s != 25] == rows(tmp_path / "whole")
 
 
+def test_a_checkpoint_whose_memory_has_another_format_is_one_line(speech_corpus, tmp_path):
+    """Before the memory carried keys and values (2 x width a position) it carried block
+    inputs (width): such a last.pt must stop the resume with one line naming it, untouched."""
+    run = tmp_path / "r"
+    lmlow("train", speech_corpus, "--out", run, "--preset", "transformer-tiny", "--max-steps", "5",
+          "--threads", "1", "--quiet", check=True)
+    ck = torch.load(run / "last.pt", weights_only=False)
+    assert ck["hidden"] is not None and ck["hidden"][0].shape[2] == 2 * 32
+    ck["hidden"] = [t[..., :32].clone() for t in ck["hidden"]]           # the old format
+    torch.save(ck, run / "last.pt")
+    before = (run / "last.pt").read_bytes()
+    r = lmlow("train", "--resume", run, "--max-steps", "10")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{run / 'last.pt'}: its carried state was written by an older lmlow" in r.stderr
+    assert (run / "last.pt").read_bytes() == before
+
+
 def test_the_commands_run_a_transformer_with_the_papers_flags(speech_corpus, vectors, tmp_path):
     """`lmlow train --arch transformer --tie no --freeze-input --init glove,glove-output,unigram`
     trains; eval, score and generate work on it; the frozen input stays the vectors."""
