@@ -66,7 +66,7 @@ launch() {   # TABLE JOBS SEEDS: experiments/TABLE/run.sh in $W, in its own sess
 }
 
 paper_regime() {   # the table's corpus, vectors and scripts in $W, then launch it
-  [ -f .gpu/vectors.txt.xz ] || { echo "batch: .gpu has no paper-regime data (pack.sh)"; exit 1; }
+  [ -f .gpu/vectors.txt.xz ] || { echo "batch: .gpu has no paper-regime data (pack.sh)"; return 1; }
   mkdir -p $W/vectors $W/experiments/converged && cp -r lmlow $W/ && tar xzf .gpu/pydocs.tgz -C $W
   cp experiments/converged/common.sh $W/experiments/converged/ && cp -r experiments/paper-regime $W/experiments/
   xz -dc .gpu/vectors.txt.xz > $W/vectors/pylibs+pydocs.100d.txt
@@ -99,15 +99,15 @@ session)
   # the decisive table first (it needs the most minutes), seed 1's five runs at once, then
   # seed 2's: one finished seed is a result, two half-trained ones are not (TOGETHER=1
   # JOBS=10 trains both at once, if a loan is known to be long enough)
-  paper_regime "${JOBS:-5}" "${SEEDS:-1 2}"
+  paper_regime "${JOBS:-5}" "${SEEDS:-1 2}"; started=$?
   correct
-  watch
+  [ $started = 0 ] && watch
   ;;
 checks) correct; speed ;;
 correct) correct ;;
 speed) speed ;;
 paper-regime)
-  paper_regime "${JOBS:-5}" "${SEEDS:-1}"
+  paper_regime "${JOBS:-5}" "${SEEDS:-1}" || exit 1
   watch
   ;;
 transformer)
