@@ -4,9 +4,11 @@
 #
 #   bash tools/gpu/batch.sh session       # a whole short loan in one call: the paper regime's
 #                                         # table started in the background (seed 1's five
-#                                         # runs at once, then seed 2's), the precision checks
-#                                         # that count or compare (not time) beside it, then
-#                                         # watch; follow with `watch` calls while time is left
+#                                         # runs at once, then seed 2's), the Transformer's
+#                                         # table beside it (TX_JOBS runs at once, default 3),
+#                                         # the precision checks that count or compare (not
+#                                         # time) beside them, then watch; follow with `watch`
+#                                         # calls while time is left
 #   bash tools/gpu/batch.sh checks        # the counting checks, then the timed ones, alone
 #   bash tools/gpu/batch.sh correct       # pytest -m gpu, waits per update, a bf16 GPU run
 #                                         # resumed on the CPU (they count: load does not matter)
@@ -17,60 +19,83 @@
 #   bash tools/gpu/batch.sh transformer   # the same for experiments/transformer (its search,
 #                                         # then the six and the six with the unigram bias;
 #                                         # SEEDS default "1 2 3", JOBS default 6)
-#   bash tools/gpu/batch.sh watch         # watches on until the table ends or UNTIL seconds
+#   bash tools/gpu/batch.sh watch         # watches on until the tables end or UNTIL seconds
 #
 # Outputs go to $OUT (the device tool brings them back): checks.tgz (the checks' logs and
-# JSON; unpack into benchmarks/results/gpu-NAME/), sweep.log, and table.tgz with the
-# experiment folder's small files (no checkpoints): every run folder, the reports and what
-# run.sh wrote (the transformer's chosen.flags); unpack it in the repo root.
-# The table runs outside the synced tree (/tmp/w) so that a new call's copy of the tree cannot
-# touch it, and it lives only as long as the machine: call `watch` again within the machine's
-# idle time (30 s) after each call returns, or it is lost (checkpoints do not come back: a
-# table must end within one loan). A table whose runs did not all end is not a result; its
-# metrics only say how far it got.
+# JSON; unpack into benchmarks/results/gpu-NAME/), and per table sweep-TABLE.log and
+# table-TABLE.tgz with the experiment folder's small files (no checkpoints): every run folder,
+# the reports and what run.sh wrote (the transformer's chosen.flags); unpack it in the repo
+# root. Each table runs outside the synced tree, in its own copy of what it reads
+# (/tmp/w/TABLE), so that neither a new call's copy of the tree nor the other table can touch
+# it, and it lives only as long as the machine: call `watch` again within the machine's idle
+# time (30 s) after each call returns, or it is lost (checkpoints do not come back: a table
+# must end within one loan). A table whose runs did not all end is not a result; its metrics
+# only say how far it got.
 set -u
 export PYTHONUNBUFFERED=1
 mkdir -p /tmp/site && tar xJf .gpu/site.tar.xz -C /tmp/site || { echo "batch: no .gpu/site.tar.xz"; exit 1; }
 export PYTHONPATH=$PWD:/tmp/site
 OUT=${OUT:?the device tool sets OUT}
-W=/tmp/w
+W=/tmp/w      # each table in its own copy of what it reads, /tmp/w/TABLE: none touches another's
 R=/tmp/checks; mkdir -p $R   # the checks' logs and JSON, back as $OUT/checks.tgz (at most 8 files come back)
 trap 'tar czf $OUT/checks.tgz -C /tmp checks' EXIT
 [ -d data/ptb ] || tar xzf .gpu/ptb.tgz
 
-collect() {   # the running table's experiment folder, its small files, to $OUT/table.tgz
-  [ -f $W/.table ] || return 0
-  local E; E=experiments/$(cat $W/.table)
-  (cd $W && tar czf $OUT/table.tgz --exclude='*.pt' --exclude=vocab.txt --exclude=.lock \
-      --exclude='*.gz' $E)
-  cp /tmp/sweep.log $OUT/sweep.log 2>/dev/null
-  for m in $W/$E/*/*/metrics.jsonl; do
-    [ -f "$m" ] && echo "${m#$W/$E/}: $(wc -l < "$m") epochs, $(tail -1 "$m" | cut -c1-120)"
+tables() { ls $W 2>/dev/null; }
+
+collect() {   # each started table's experiment folder, its small files, to $OUT/table-TABLE.tgz
+  local t E
+  for t in $(tables); do
+    E=experiments/$t
+    (cd $W/$t && tar czf $OUT/table-$t.tgz --exclude='*.pt' --exclude=vocab.txt --exclude=.lock \
+        --exclude='*.gz' $E)
+    cp /tmp/sweep-$t.log $OUT/ 2>/dev/null
+    echo "== $t"
+    for m in $W/$t/$E/*/*/metrics.jsonl; do
+      [ -f "$m" ] && echo "${m#$W/$t/$E/}: $(wc -l < "$m") epochs, $(tail -1 "$m" | cut -c1-120)"
+    done
+    ls $W/$t/$E/*/*/summary.json 2>/dev/null | wc -l | sed 's/$/ runs finished/'
   done
-  ls $W/$E/*/*/summary.json 2>/dev/null | wc -l | sed 's/$/ runs finished/'
+}
+
+running() {   # is any started table's run.sh still going?
+  local t
+  for t in $(tables); do pgrep -f "experiments/$t/run.sh" > /dev/null && return 0; done
+  return 1
 }
 
 watch() {
-  [ -f $W/.table ] || { echo "batch: no table started on this machine"; return 1; }
-  while [ $SECONDS -lt ${UNTIL:-540} ] && pgrep -f "$(cat $W/.table)/run.sh" > /dev/null; do sleep 10; done
+  [ -n "$(tables)" ] || { echo "batch: no table started on this machine"; return 1; }
+  while [ $SECONDS -lt ${UNTIL:-540} ] && running; do sleep 10; done
   command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
   collect
 }
 
-launch() {   # TABLE JOBS SEEDS: experiments/TABLE/run.sh in $W, in its own session, none of
-  # this call's output streams (the call returns, the table goes on)
-  echo "$1" > $W/.table
-  (cd $W && PYTHONPATH=$W:/tmp/site LM="python3 -m lmlow.cli" PY=python3 JOBS=$2 SEEDS="$3" \
-      TOGETHER=${TOGETHER:-} exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep.log 2>&1 < /dev/null &
+launch() {   # TABLE JOBS SEEDS: experiments/TABLE/run.sh in $W/TABLE, in its own session, none
+  # of this call's output streams (the call returns, the table goes on)
+  (cd $W/$1 && PYTHONPATH=$W/$1:/tmp/site LM="python3 -m lmlow.cli" PY=python3 JOBS=$2 SEEDS="$3" \
+      TOGETHER=${TOGETHER:-} exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep-$1.log 2>&1 < /dev/null &
   sleep 5
 }
 
-paper_regime() {   # the table's corpus, vectors and scripts in $W, then launch it
+paper_regime() {   # the table's corpus, vectors and scripts in $W/paper-regime, then launch it
   [ -f .gpu/vectors.txt.xz ] || { echo "batch: .gpu has no paper-regime data (pack.sh)"; return 1; }
-  mkdir -p $W/vectors $W/experiments/converged && cp -r lmlow $W/ && tar xzf .gpu/pydocs.tgz -C $W
-  cp experiments/converged/common.sh $W/experiments/converged/ && cp -r experiments/paper-regime $W/experiments/
-  xz -dc .gpu/vectors.txt.xz > $W/vectors/pylibs+pydocs.100d.txt
+  local T=$W/paper-regime
+  [ -d $T ] && { echo "batch: the paper regime already started on this machine"; return 1; }
+  mkdir -p $T/vectors $T/experiments/converged && cp -r lmlow $T/ && tar xzf .gpu/pydocs.tgz -C $T
+  cp experiments/converged/common.sh $T/experiments/converged/ && cp -r experiments/paper-regime $T/experiments/
+  xz -dc .gpu/vectors.txt.xz > $T/vectors/pylibs+pydocs.100d.txt
   launch paper-regime "$1" "$2"
+}
+
+transformer_table() {   # what it reads is in the tree: the bundled corpus, the committed
+  # vectors (converged/), the 5-gram baseline (six/kenlm5)
+  local T=$W/transformer
+  [ -d $T ] && { echo "batch: the Transformer table already started on this machine"; return 1; }
+  mkdir -p $T/experiments/six && cp -r lmlow corpora $T/
+  cp -r experiments/converged experiments/transformer $T/experiments/
+  cp -r experiments/six/kenlm5 $T/experiments/six/
+  launch transformer "$1" "$2"
 }
 
 correct() {   # what counts or compares, not what is timed: runs beside a table
@@ -98,10 +123,12 @@ case "${1:-}" in
 session)
   # the decisive table first (it needs the most minutes), seed 1's five runs at once, then
   # seed 2's: one finished seed is a result, two half-trained ones are not (TOGETHER=1
-  # JOBS=10 trains both at once, if a loan is known to be long enough)
-  paper_regime "${JOBS:-5}" "${SEEDS:-1 2}"; started=$?
+  # JOBS=10 trains both at once, if a loan is known to be long enough); the Transformer's
+  # small runs beside it (TX_JOBS at once, default 3), then the counting checks
+  paper_regime "${JOBS:-5}" "${SEEDS:-1 2}"
+  transformer_table "${TX_JOBS:-3}" "${TX_SEEDS:-1 2 3}"
   correct
-  [ $started = 0 ] && watch
+  watch
   ;;
 checks) correct; speed ;;
 correct) correct ;;
@@ -111,12 +138,9 @@ paper-regime)
   watch
   ;;
 transformer)
-  # what the table reads is in the tree: the bundled corpus, the committed vectors
-  # (converged/vectors), the 5-gram baseline (six/kenlm5) and the LSTM's table for claims
-  mkdir -p $W && cp -r lmlow corpora experiments $W/
-  launch transformer "${JOBS:-6}" "${SEEDS:-1 2 3}"
+  transformer_table "${JOBS:-6}" "${SEEDS:-1 2 3}" || exit 1
   watch
   ;;
 watch) watch ;;
-*) sed -n '2,32p' "$0"; exit 2 ;;
+*) sed -n '2,33p' "$0"; exit 2 ;;
 esac
