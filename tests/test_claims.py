@@ -2,6 +2,8 @@
 section is what the committed results say (so claims and results cannot drift apart)."""
 import importlib.util
 import json
+import shutil
+import subprocess
 import statistics
 import sys
 from pathlib import Path
@@ -458,3 +460,51 @@ def test_reuse_same_words_copies_only_random_runs_whose_vocabulary_matches(tmp_p
     (own / "config.json").write_text(json.dumps(base | {"embeddings": str(same), "hidden_size": 512}))
     bad = _reuse("--check", str(src), str(dst))
     assert bad.returncode == 1 and "hidden_size" in bad.stdout and "embeddings" not in bad.stdout
+
+
+def _swap(exp):
+    return subprocess.run([sys.executable, str(ROOT / "experiments" / "datasize" / "swap_rerun.py"),
+                           str(exp)], capture_output=True, text=True)
+
+
+def test_swap_rerun_replaces_two_thread_runs_only_with_converged_one_thread_twins(tmp_path):
+    """Issue 24's audit: the data-size table's two-thread runs are replaced by their one-thread
+    reruns only when every twin has finished, converged, with the same settings; until then
+    nothing moves, and afterwards the old runs are kept aside, not deleted."""
+    exp = tmp_path / "datasize"
+
+    def run(folder, name, threads, stopped="patience", lr=0.003):
+        d = exp / folder / name
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"seed": 2, "lr": lr, "threads": threads}))
+        (d / "summary.json").write_text(json.dumps({"stopped_by": stopped, "threads": threads}))
+        (exp / folder / "logs").mkdir(exist_ok=True)
+        (exp / folder / "logs" / f"{name}.log").write_text(f"{folder} {threads}\n")
+    run("sweep", "a.seed2", 2)
+    run("sweep", "b.seed2", 2)
+    run("sweep", "c.seed2", 1)                                  # already one thread: stays
+    run("rerun-1thread", "a.seed2", 1)
+    before = sorted(p.relative_to(exp) for p in exp.rglob("*"))
+    r = _swap(exp)
+    assert r.returncode == 3 and "b.seed2 has not finished" in r.stdout
+    run("rerun-1thread", "b.seed2", 1, stopped="max_epochs")
+    r = _swap(exp)
+    assert r.returncode == 1 and "did not converge" in r.stderr
+    shutil.rmtree(exp / "rerun-1thread" / "b.seed2")
+    run("rerun-1thread", "b.seed2", 1, lr=0.01)
+    r = _swap(exp)
+    assert r.returncode == 1 and "differs in: lr" in r.stderr
+    assert sorted(p.relative_to(exp) for p in exp.rglob("*") if "b.seed2" not in str(p)) == \
+        [p for p in before if "b.seed2" not in str(p)]                       # nothing moved
+    shutil.rmtree(exp / "rerun-1thread" / "b.seed2")
+    run("rerun-1thread", "b.seed2", 1)
+    r = _swap(exp)
+    assert r.returncode == 0, r.stderr
+    for name in ("a.seed2", "b.seed2"):
+        assert json.loads((exp / "sweep" / name / "config.json").read_text())["threads"] == 1
+        assert json.loads((exp / "superseded-threads2" / name / "config.json").read_text())["threads"] == 2
+        assert (exp / "sweep" / "logs" / f"{name}.log").read_text() == "rerun-1thread 1\n"
+        assert (exp / "superseded-threads2" / "logs" / f"{name}.log").read_text() == "sweep 2\n"
+    assert (exp / "sweep" / "c.seed2").exists() and not (exp / "rerun-1thread" / "a.seed2").exists()
+    assert "a.seed2\nb.seed2\n" in (exp / "superseded-threads2" / "swapped.txt").read_text()
+    assert _swap(exp).returncode == 1                            # nothing left to swap
