@@ -848,7 +848,8 @@ def recommendation_section(root: Path = ROOT) -> str:
                      f"{f['costs'][1]:g} perplexity in every one of {f['runs']} paired converged "
                      "runs (frozen minus trained, same seed), on every domain and data size measured.")
     if rec["pending"]:
-        lines.append(f"Not yet committed, and first in the order of evidence: "
+        lines.append(f"Not yet complete (every seed of every planned run finished), and first "
+                     f"in the order of evidence: "
                      f"{'; '.join(rec['pending'])}. When they are, this recommendation follows them.")
     return "\n".join(lines) + "\n"
 
