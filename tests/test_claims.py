@@ -477,7 +477,8 @@ def test_swap_rerun_replaces_two_thread_runs_only_with_converged_one_thread_twin
         d = exp / folder / name
         d.mkdir(parents=True)
         (d / "config.json").write_text(json.dumps({"seed": 2, "lr": lr, "threads": threads}))
-        (d / "summary.json").write_text(json.dumps({"stopped_by": stopped, "threads": threads}))
+        (d / "summary.json").write_text(json.dumps({"stopped_by": stopped, "threads": threads,
+                                                    "run_dir": str(d), "checkpoint": str(d / "best.pt")}))
         (exp / folder / "logs").mkdir(exist_ok=True)
         (exp / folder / "logs" / f"{name}.log").write_text(f"{folder} {threads}\n")
     run("sweep", "a.seed2", 2)
@@ -503,6 +504,9 @@ def test_swap_rerun_replaces_two_thread_runs_only_with_converged_one_thread_twin
     for name in ("a.seed2", "b.seed2"):
         assert json.loads((exp / "sweep" / name / "config.json").read_text())["threads"] == 1
         assert json.loads((exp / "superseded-threads2" / name / "config.json").read_text())["threads"] == 2
+        summary = json.loads((exp / "sweep" / name / "summary.json").read_text())
+        assert summary["run_dir"] == str(exp / "sweep" / name)
+        assert summary["checkpoint"] == str(exp / "sweep" / name / "best.pt")
         assert (exp / "sweep" / "logs" / f"{name}.log").read_text() == "rerun-1thread 1\n"
         assert (exp / "superseded-threads2" / "logs" / f"{name}.log").read_text() == "sweep 2\n"
     assert (exp / "sweep" / "c.seed2").exists() and not (exp / "rerun-1thread" / "a.seed2").exists()

@@ -52,6 +52,7 @@ def swap(exp: Path, names: list[str]) -> None:
     for name in names:
         shutil.move(old_dir / name, gone / name)
         shutil.move(new_dir / name, old_dir / name)
+        relocate(old_dir / name / "summary.json", str(new_dir / name), str(old_dir / name))
         log = f"logs/{name}.log"
         if (old_dir / log).exists():
             shutil.move(old_dir / log, gone / log)
@@ -60,6 +61,17 @@ def swap(exp: Path, names: list[str]) -> None:
     (gone / "swapped.txt").write_text(
         "Trained with two threads against the protocol's one; replaced in ../sweep by the same "
         "runs at one thread (rerun.sh):\n" + "".join(f"{n}\n" for n in names))
+
+
+def relocate(summary: Path, was: str, now: str) -> None:
+    """The summary's own paths (``run_dir``, ``checkpoint``) name the folder it now lives in."""
+    data = read(summary)
+    moved = {k: now + v[len(was):] for k, v in data.items()
+             if k in ("run_dir", "checkpoint") and isinstance(v, str) and v.startswith(was)}
+    if moved:
+        tmp = summary.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data | moved, indent=2) + "\n")
+        tmp.replace(summary)
 
 
 def main(argv: list[str]) -> int:
