@@ -669,9 +669,16 @@ def freezing_evidence(root: Path = ROOT) -> dict:
                 if f and t and f.get("valid ppls") and t.get("valid ppls"):
                     costs += [-x for x in Comparison(f, t).diffs()]
     verdict, lowest = coverage_claim(root)
+    # the partial freeze (--freeze-input-rows pretrained), each against its trained twin
+    partial = [p for p in freezing_points(root) if p["frozen"].endswith("-vecrows")]
+    seeds = sorted({p["seed"] for p in partial})
     return {"costs": [round(min(costs), 1), round(max(costs), 1)] if costs else None,
             "runs": len(costs), "coverage_rule": round(lowest, 1) if verdict == "holds" else None,
-            "coverage_verdict": verdict}
+            "coverage_verdict": verdict,
+            "partial": {"costs": [round(min(p["cost"] for p in partial), 1),
+                                  round(max(p["cost"] for p in partial), 1)],
+                        "runs": len(partial), "worse": sum(p["cost"] > 0 for p in partial),
+                        "seeds": seeds} if partial else None}
 
 
 # the partial-freeze tables pair with the six of the same vectors and recipe
@@ -834,6 +841,19 @@ def freeze_advice(train_token_coverage_pct: float) -> str | None:
 '''
 
 
+def partial_freeze_sentence(partial: dict) -> str:
+    """What the partial freeze's pairs measured so far, for the recommendation."""
+    seeds = (f"seed {partial['seeds'][0]}" if len(partial["seeds"]) == 1
+             else f"seeds {', '.join(map(str, partial['seeds']))}")
+    text = (f"Freezing only the rows that have a vector (`--freeze-input-rows pretrained`): "
+            f"worse than training them in {partial['worse']} of its {partial['runs']} pairs "
+            f"so far ({seeds}), by up to {partial['costs'][1]:.1f} perplexity")
+    if partial["worse"] < partial["runs"]:
+        text += (f"; better in {partial['runs'] - partial['worse']}, by at most "
+                 f"{max(0.0, -partial['costs'][0]):.1f}")
+    return text + "."
+
+
 def recommendation_section(root: Path = ROOT) -> str:
     """README.md's recommendation, from the same data as lmlow/recommendation.py."""
     rec = recommendation(root)
@@ -847,6 +867,8 @@ def recommendation_section(root: Path = ROOT) -> str:
         lines.append(f"Freezing the pretrained input is not advised: it cost {f['costs'][0]:g} to "
                      f"{f['costs'][1]:g} perplexity in every one of {f['runs']} paired converged "
                      "runs (frozen minus trained, same seed), on every domain and data size measured.")
+    if f.get("partial"):
+        lines.append(partial_freeze_sentence(f["partial"]))
     if rec["pending"]:
         lines.append(f"Not yet complete (every seed of every planned run finished), and first "
                      f"in the order of evidence: "
