@@ -327,6 +327,8 @@ class Trainer:
 
     def _restore(self, ck: dict) -> None:
         require_processes(ck, self.rundir.last, self.world.size)
+        if ck["hidden"] is not None:        # before anything is written (metrics truncated)
+            self._check_state_format(ck["hidden"])
         self.model.load_state_dict(ck["model"])
         self.init_report = ck.get("init_report") or self.init_report   # what the vectors gave
         self.state = RunState(**{"ref_valid": ck["state"]["best_valid"], **ck["state"]})
@@ -344,7 +346,6 @@ class Trainer:
         if rng["cuda"] and self.device.type == "cuda":
             torch.cuda.set_rng_state(rng["cuda"][0], self.device)
         if ck["hidden"] is not None:
-            self._check_state_format(ck["hidden"])
             cols = self.columns
             self.hidden = map_state(lambda t: t[:, cols].to(self.device), ck["hidden"])
 
