@@ -510,13 +510,17 @@ def build_config(preset: str | None = None, file: Path | None = None, **override
     values.update(from_file)
     values.update({k: v for k, v in overrides.items() if v is not None})
     cfg = Config(**values).validate()
-    for name, arch in ARCH_ONLY.items():
-        given = overrides.get(name)
-        # --wdrop 0 says what the Transformer does anyway
-        if given is not None and cfg.arch != arch and not (name == "wdrop" and given == 0):
-            raise LmlowError(f"--{name} {given}: only --arch {arch} has it (this run is "
-                             f"--arch {cfg.arch}); leave it out")
+    for name, given in overrides.items():
+        if given is not None and ignored_by(cfg.arch, name, given):
+            raise LmlowError(f"--{name} {given}: only --arch {ARCH_ONLY[name]} has it (this run "
+                             f"is --arch {cfg.arch}); leave it out")
     return cfg
+
+
+def ignored_by(arch: str, name: str, value) -> bool:
+    """Whether backbone ``arch`` would do nothing with this explicitly given setting (one of
+    ARCH_ONLY's, for the other backbone; --wdrop 0 says what the Transformer does anyway)."""
+    return name in ARCH_ONLY and ARCH_ONLY[name] != arch and not (name == "wdrop" and value == 0)
 
 
 def arch_of(settings: dict, preset: str | None) -> str:
@@ -553,4 +557,5 @@ def field_default(name: str, preset: str | None = None):
     return f.default if f.default is not MISSING else None
 
 
-__all__ = ["ARCH_ONLY", "Config", "PRESETS", "arch_of", "build_config", "table1_configurations"]
+__all__ = ["ARCH_ONLY", "Config", "PRESETS", "arch_of", "build_config", "ignored_by",
+           "table1_configurations"]

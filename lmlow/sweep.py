@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from lmlow.config import (ARCH_ONLY, PRESETS, Config, EmbeddingRoles, arch_of, check_settings,
-                          check_values, load_table, setting, table1_configurations)
+                          check_values, ignored_by, load_table, setting, table1_configurations)
 from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.files import atomic_write_json, read_json
 from lmlow.flags import int_list, str_list
@@ -164,15 +164,14 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
     bad = [s for s in seeds if not 0 <= s <= 4294967295]
     if bad:
         raise LmlowError(f"--seeds: {bad[0]} is outside [0, 4294967295]")
-    configurations = list(grid(grid_name, embeddings, values))
-    archs = {arch_of({**extra, **settings}, preset) for _, settings, _ in configurations}
-    for key in extra.keys() & ARCH_ONLY.keys():
-        if ARCH_ONLY[key] not in archs and not (key == "wdrop" and extra[key] == 0):
-            raise LmlowError(f"--{key} {extra[key]}: only --arch {ARCH_ONLY[key]} has it, and "
+    configurations = [(name, settings, labels, arch_of({**extra, **settings}, preset))
+                      for name, settings, labels in grid(grid_name, embeddings, values)]
+    for key, value in extra.items():
+        if configurations and all(ignored_by(arch, key, value) for *_, arch in configurations):
+            raise LmlowError(f"--{key} {value}: only --arch {ARCH_ONLY[key]} has it, and "
                              f"no run of this grid is one; leave it out")
-    for name, settings, labels in configurations:
+    for name, settings, labels, arch in configurations:
         check_run_name(name, out)
-        arch = arch_of({**extra, **settings}, preset)
         # a flag only one backbone reads goes to that backbone's runs (build_config refuses it
         # for the other), so one command can sweep a grid that mixes them
         shared = {k: v for k, v in extra.items() if ARCH_ONLY.get(k, arch) == arch}

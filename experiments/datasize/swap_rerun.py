@@ -14,6 +14,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from lmlow.files import atomic_write_json
+
 NOT_YET = 3
 
 
@@ -69,9 +71,7 @@ def relocate(summary: Path, was: str, now: str) -> None:
     moved = {k: now + v[len(was):] for k, v in data.items()
              if k in ("run_dir", "checkpoint") and isinstance(v, str) and v.startswith(was)}
     if moved:
-        tmp = summary.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data | moved, indent=2) + "\n")
-        tmp.replace(summary)
+        atomic_write_json(summary, data | moved, indent=2)
 
 
 def main(argv: list[str]) -> int:
