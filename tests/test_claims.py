@@ -262,6 +262,13 @@ def test_reuse_copies_the_six_under_table1_names_and_checks_their_settings(tmp_p
     (own / "config.json").write_text(json.dumps(cfg | {"freeze_input": True}))
     (own / "summary.json").write_text("{}")
     assert _reuse("--check", str(six), str(dst)).returncode == 0
+    # a setting lmlow gained after a run was trained (the six predate `arch`) reads as its
+    # default: a newer run that names the default is the same experiment, another value is not
+    (own / "config.json").write_text(json.dumps(cfg | {"freeze_input": True, "arch": "lstm"}))
+    assert _reuse("--check", str(six), str(dst)).returncode == 0
+    (own / "config.json").write_text(json.dumps(cfg | {"freeze_input": True, "heads": 8}))
+    bad = _reuse("--check", str(six), str(dst))
+    assert bad.returncode == 1 and "heads" in bad.stdout
     (own / "config.json").write_text(json.dumps(cfg | {"freeze_input": True, "hidden_size": 512}))
     bad = _reuse("--check", str(six), str(dst))
     assert bad.returncode == 1 and "hidden_size" in bad.stdout

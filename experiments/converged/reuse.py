@@ -22,13 +22,14 @@ is made only when DST has no folder of that name. ``--check`` then compares each
 ``config.json`` with a run DST trained itself: they must differ only in the embedding roles and
 the seed, or the copy is not the same experiment and the command fails (exit 1).
 """
+import dataclasses
 import functools
 import json
 import shutil
 import sys
 from pathlib import Path
 
-from lmlow.config import EmbeddingRoles
+from lmlow.config import Config, EmbeddingRoles, field_default
 
 RECORD = ("config.json", "data.json", "metrics.jsonl", "summary.json",
           "eval_best_valid.json", "eval_best_test.json")
@@ -98,6 +99,18 @@ def vocabulary(corpus: str, unk_threshold: int, vectors: Path | None) -> list[st
     return list(Corpus(Path(corpus), unk_threshold, extra, show_progress=False).vocab.words)
 
 
+FIELDS = {f.name for f in dataclasses.fields(Config)}
+
+
+def setting(cfg: dict, key: str):
+    """A run's value of one setting; a setting its config.json does not name is one lmlow
+    did not have when the run was trained (arch, heads, context came with the Transformer),
+    and the run behaved as its default does."""
+    if key in cfg or key not in FIELDS:
+        return cfg.get(key)
+    return field_default(key)
+
+
 def check(dst: Path) -> list[str]:
     runs = [p for p in sorted(dst.iterdir()) if (p / "config.json").exists()]
     own = [p for p in runs if not (p / MARK).exists() and (p / "summary.json").exists()]
@@ -109,7 +122,8 @@ def check(dst: Path) -> list[str]:
         if (p / MARK).exists():
             cfg = json.loads((p / "config.json").read_text())
             ignore = ROLES | ({"embeddings"} if SAME_WORDS in (p / MARK).read_text() else set())
-            diff = sorted(k for k in set(cfg) | set(ref) if k not in ignore and cfg.get(k) != ref.get(k))
+            diff = sorted(k for k in set(cfg) | set(ref)
+                          if k not in ignore and setting(cfg, k) != setting(ref, k))
             if diff:
                 bad.append(f"{p}: differs from {own[0]} in {', '.join(diff)}")
     return bad
