@@ -498,11 +498,17 @@ def test_swap_rerun_replaces_two_thread_runs_only_with_converged_one_thread_twin
     reruns only when every twin has finished, converged, with the same settings; until then
     nothing moves, and afterwards the old runs are kept aside, not deleted."""
     exp = tmp_path / "datasize"
+    # a committed run's settings; the reruns also name the settings lmlow gained since the
+    # old runs were trained (arch, heads, context), at their defaults: the same experiment
+    base = json.loads((ROOT / "experiments/datasize/sweep/standard.data1.seed1/config.json").read_text())
+    assert "arch" not in base
+    since = {"arch": "lstm", "heads": 4, "context": 128}
 
     def run(folder, name, threads, stopped="patience", lr=0.003):
         d = exp / folder / name
         d.mkdir(parents=True)
-        (d / "config.json").write_text(json.dumps({"seed": 2, "lr": lr, "threads": threads}))
+        cfg = base | {"seed": 2, "lr": lr, "threads": threads}
+        (d / "config.json").write_text(json.dumps(cfg | (since if folder != "sweep" else {})))
         (d / "summary.json").write_text(json.dumps({"stopped_by": stopped, "threads": threads,
                                                     "run_dir": str(d), "checkpoint": str(d / "best.pt")}))
         (exp / folder / "logs").mkdir(exist_ok=True)

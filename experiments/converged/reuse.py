@@ -22,14 +22,13 @@ is made only when DST has no folder of that name. ``--check`` then compares each
 ``config.json`` with a run DST trained itself: they must differ only in the embedding roles and
 the seed, or the copy is not the same experiment and the command fails (exit 1).
 """
-import dataclasses
 import functools
 import json
 import shutil
 import sys
 from pathlib import Path
 
-from lmlow.config import Config, EmbeddingRoles, field_default
+from lmlow.config import Config, EmbeddingRoles
 
 RECORD = ("config.json", "data.json", "metrics.jsonl", "summary.json",
           "eval_best_valid.json", "eval_best_test.json")
@@ -99,16 +98,11 @@ def vocabulary(corpus: str, unk_threshold: int, vectors: Path | None) -> list[st
     return list(Corpus(Path(corpus), unk_threshold, extra, show_progress=False).vocab.words)
 
 
-FIELDS = {f.name for f in dataclasses.fields(Config)}
-
-
-def setting(cfg: dict, key: str):
-    """A run's value of one setting; a setting its config.json does not name is one lmlow
-    did not have when the run was trained (arch, heads, context came with the Transformer),
-    and the run behaved as its default does."""
-    if key in cfg or key not in FIELDS:
-        return cfg.get(key)
-    return field_default(key)
+def settings(run: Path) -> dict:
+    """A run's settings as lmlow reads them back: what its config.json records of the built
+    model (input_rows) is left out, and a setting added after the run was trained (arch,
+    heads, context came with the Transformer) has the default the run was trained under."""
+    return Config.load(run / "config.json").to_dict()
 
 
 def check(dst: Path) -> list[str]:
@@ -116,14 +110,13 @@ def check(dst: Path) -> list[str]:
     own = [p for p in runs if not (p / MARK).exists() and (p / "summary.json").exists()]
     if not own:
         return [f"{dst}: no run of its own to compare the copies with yet"]
-    ref = json.loads((own[0] / "config.json").read_text())
+    ref = settings(own[0])
     bad = []
     for p in runs:
         if (p / MARK).exists():
-            cfg = json.loads((p / "config.json").read_text())
+            cfg = settings(p)
             ignore = ROLES | ({"embeddings"} if SAME_WORDS in (p / MARK).read_text() else set())
-            diff = sorted(k for k in set(cfg) | set(ref)
-                          if k not in ignore and setting(cfg, k) != setting(ref, k))
+            diff = sorted(k for k in cfg if k not in ignore and cfg[k] != ref[k])
             if diff:
                 bad.append(f"{p}: differs from {own[0]} in {', '.join(diff)}")
     return bad

@@ -14,6 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from lmlow.config import Config
 from lmlow.files import atomic_write_json
 
 NOT_YET = 3
@@ -37,8 +38,9 @@ def check(exp: Path) -> list[str]:
             raise SystemExit(NOT_YET)
         if read(new / "summary.json").get("stopped_by") != "patience":
             raise SystemExit(f"swap: {new} did not converge (stopped by a cap); nothing swapped")
-        a, b = read(old_dir / name / "config.json"), read(new / "config.json")
-        differ = sorted(k for k in a if k != "threads" and a[k] != b.get(k))
+        # as lmlow reads them back: a setting added since the old run has its default
+        a, b = (Config.load(d / "config.json").to_dict() for d in (old_dir / name, new))
+        differ = sorted(k for k in a if k != "threads" and a[k] != b[k])
         if differ or b.get("threads") != 1:
             raise SystemExit(f"swap: {new} is not {old_dir / name} at one thread "
                              f"(differs in: {', '.join(differ) or 'threads'}); nothing swapped")
