@@ -544,3 +544,20 @@ def test_swap_rerun_replaces_two_thread_runs_only_with_converged_one_thread_twin
     assert (exp / "sweep" / "c.seed2").exists() and not (exp / "rerun-1thread" / "a.seed2").exists()
     assert "a.seed2\nb.seed2\n" in (exp / "superseded-threads2" / "swapped.txt").read_text()
     assert _swap(exp).returncode == 1                            # nothing left to swap
+
+
+def test_freezing_records_are_what_the_committed_tables_give():
+    """experiments/freezing's points and its pair-by-pair cost table are regenerated from the
+    committed results (figure.py): a run changed or added without rerunning it fails here."""
+    spec = importlib.util.spec_from_file_location("freezing_figure",
+                                                  ROOT / "experiments/freezing/figure.py")
+    figure = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figure)
+    points = claims.freezing_points(ROOT)
+    here = ROOT / "experiments/freezing"
+    assert json.loads((here / "freezing-points.json").read_text()) == points
+    table = (here / "freezing-costs.md").read_text()
+    assert table == figure.costs_markdown(points)
+    # the table is the points: every point's cost appears in its row, by seed
+    for p in points:
+        assert f"{p['cost']:+.1f} ({p['cost_pct']:+.1f}%)" in table
