@@ -13,7 +13,7 @@ LEVEL_WITH = []
 # over every converged pair measured, and the coverage rule under which freezing is advised
 # (None: no table supports freezing under any measured coverage)
 FREEZE_COSTS = (1.5, 60.8)
-FREEZE_PAIRS = 67
+FREEZE_PAIRS = 69
 FREEZE_MIN_TOKEN_COVERAGE = None
 
 
