@@ -112,13 +112,23 @@ class Comparison:
     def diffs(self) -> list[float]:
         return list(self.by_seed().values())
 
+    def paired_ppls(self) -> tuple[float, float]:
+        """Each side's mean validation perplexity over the seeds both have, so that the two
+        shown differ by the mean paired difference while one table has more seeds than the
+        other (a partner table further on); with no shared seed, each row's own mean."""
+        seeds = set(self.by_seed())
+        if not seeds:
+            return self.better["valid ppl"], self.worse["valid ppl"]
+        return tuple(statistics.mean(p for s, p in zip(r["seed list"], r["valid ppls"]) if s in seeds)
+                     for r in (self.better, self.worse))
+
     def margin(self) -> float:
         """How far the mean paired difference must be from 0: twice its standard error (the
         spread of the per-seed differences, not of each configuration's perplexities: a seed
         that is hard for both cancels out), and at least 0.5% of the perplexity, below which a
         difference is too small to matter; with one seed, 2% of the perplexity."""
         d = self.diffs()
-        ppl = min(self.better["valid ppl"], self.worse["valid ppl"])
+        ppl = min(self.paired_ppls())
         if len(d) > 1:
             return max(2 * statistics.stdev(d) / math.sqrt(len(d)), 0.005 * ppl)
         return 0.02 * ppl
@@ -140,9 +150,10 @@ class Comparison:
 
     def row(self, label: str) -> str:
         d = self.diffs()
+        better, worse = self.paired_ppls()
         note = "" if self.converged() else NOT_CONVERGED
-        return (f"| {label} | {self.better['configuration']} {self.better['valid ppl']:.1f} | "
-                f"{self.worse['configuration']} {self.worse['valid ppl']:.1f} | "
+        return (f"| {label} | {self.better['configuration']} {better:.1f} | "
+                f"{self.worse['configuration']} {worse:.1f} | "
                 f"{', '.join(f'{x:+.1f}' for x in d)} | {statistics.mean(d):+.1f} | "
                 f"{self.margin():.1f} | **{self.verdict()}**{note} |")
 
@@ -160,7 +171,7 @@ def _all_converged(row: dict) -> bool:
     return bool(total) and done == total
 
 
-HEADER = ("| claim | expected better (valid ppl) | expected worse | difference per seed | mean "
+HEADER = ("| claim | expected better (valid ppl, mean over the seeds both have) | expected worse | difference per seed | mean "
           "| margin | verdict |\n|---|---|---|---|---|---|---|")
 
 

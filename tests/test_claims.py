@@ -48,6 +48,15 @@ def test_seeds_are_paired_by_number_not_position():
     assert c.diffs() == [10, 10]
 
 
+def test_a_row_shows_means_over_the_seeds_both_sides_have():
+    """A partner table further on (seeds 1, 2) against one seed of the other: the row shows
+    both sides on seed 1, so the two perplexities differ by the mean paired difference, and
+    the one-seed margin is 2% of those, not of seed 2's."""
+    c = claims.Comparison(row("a", [300, 280], seeds=(1, 2)), row("b", [310], seeds=(1,)))
+    assert c.paired_ppls() == (300, 310)
+    assert "| a 300.0 | b 310.0 | +10.0 | +10.0 | 6.0 |" in c.row("x")
+
+
 def test_one_seed_uses_two_percent_and_unconverged_runs_are_labelled():
     c = claims.Comparison(row("a", [100], seeds=(1,)), row("b", [101.5], seeds=(1,), converged=False))
     assert c.margin() == pytest.approx(2.0) and c.verdict() == "no clear difference"
