@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import math
 import re
 import statistics
 import sys
@@ -39,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 from lmlow.analysis.stats import alc  # noqa: E402  (the same ALC as `lmlow compare`)
+from lmlow.paired import Paired  # noqa: E402  (the paired rule of `lmlow report --paired`)
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 REC_START, REC_END = "<!-- recommendation:start -->", "<!-- recommendation:end -->"
@@ -103,47 +103,34 @@ class Comparison:
     better: dict
     worse: dict
 
+    def paired(self) -> Paired:
+        """worse against better, seed by seed (lmlow.paired: the rule every verdict uses)."""
+        return Paired.of_rows(self.better, self.worse)
+
     def by_seed(self) -> dict[int, float]:
         """Seed -> worse - better, over the seeds both have (positive: the claim's direction)."""
-        b = dict(zip(self.better["seed list"], self.better["valid ppls"]))
-        w = dict(zip(self.worse["seed list"], self.worse["valid ppls"]))
-        return {s: w[s] - b[s] for s in sorted(set(b) & set(w))}
+        p = self.paired()
+        return dict(zip(p.seeds, p.diffs()))
 
     def diffs(self) -> list[float]:
-        return list(self.by_seed().values())
+        return self.paired().diffs()
 
     def paired_ppls(self) -> tuple[float, float]:
         """Each side's mean validation perplexity over the seeds both have, so that the two
         shown differ by the mean paired difference while one table has more seeds than the
-        other (a partner table further on); with no shared seed, each row's own mean."""
-        seeds = set(self.by_seed())
-        if not seeds:
-            return self.better["valid ppl"], self.worse["valid ppl"]
-        return tuple(statistics.mean(p for s, p in zip(r["seed list"], r["valid ppls"]) if s in seeds)
-                     for r in (self.better, self.worse))
+        other (a partner table further on)."""
+        return self.paired().means()
 
     def margin(self) -> float:
-        """How far the mean paired difference must be from 0: twice its standard error (the
-        spread of the per-seed differences, not of each configuration's perplexities: a seed
-        that is hard for both cancels out), and at least 0.5% of the perplexity, below which a
-        difference is too small to matter; with one seed, 2% of the perplexity."""
-        d = self.diffs()
-        ppl = min(self.paired_ppls())
-        if len(d) > 1:
-            return max(2 * statistics.stdev(d) / math.sqrt(len(d)), 0.005 * ppl)
-        return 0.02 * ppl
+        """How far the mean paired difference must be from 0 (lmlow.paired: twice the standard
+        error of the per-seed differences, at least 0.5% of the perplexity; one seed 2%)."""
+        return self.paired().margin()
 
     def verdict(self) -> str:
         """holds / does not hold when every seed's difference has one sign and their mean is
         beyond the margin; otherwise no clear difference."""
-        d, m = self.diffs(), self.margin()
-        if not d:
-            return "not tested"
-        if all(x > 0 for x in d) and statistics.mean(d) > m:
-            return "holds"
-        if all(x < 0 for x in d) and statistics.mean(d) < -m:
-            return "does not hold"
-        return "no clear difference"
+        return {1: "holds", -1: "does not hold", 0: "no clear difference",
+                None: "not tested"}[self.paired().sign()]
 
     def converged(self) -> bool:
         return all(_all_converged(r) for r in (self.better, self.worse))

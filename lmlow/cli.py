@@ -136,7 +136,7 @@ def cmd_sweep_task(args) -> None:
 def cmd_report(args) -> None:
     from lmlow.report import report
 
-    text, warning = report(args.sweep_dir, args.baseline)
+    text, warning = report(args.sweep_dir, args.baseline, args.paired)
     print(text)
     if warning:
         print(f"lmlow: warning: {warning}", file=sys.stderr)

@@ -257,6 +257,12 @@ def _report_parser(sub) -> None:
     p.add_argument("--baseline", type=Path, action="append", default=None,
                    help="a run folder (e.g. `lmlow ngram` output) added as a row; give it once per "
                    "baseline (e.g. one 5-gram per --train-fraction)")
+    p.add_argument("--paired", metavar="CONFIG",
+                   help="a configuration of the sweep (e.g. standard) to compare every other with, "
+                   "seed by seed: the difference per seed, its mean, the margin (twice the "
+                   "standard error of the differences, at least 0.5%% of the perplexity; with one "
+                   "seed 2%%) and a verdict: better, worse or no clear difference (a section of "
+                   "results.md, a `paired` entry per row of results.json) (default: none)")
     p.set_defaults(run="report")
 
 

@@ -197,3 +197,52 @@ def test_a_flag_of_one_backbone_goes_to_that_backbones_runs(tmp_path, speech_cor
     assert "--wdrop" not in lines["tx.seed1"]
     assert "--heads" not in lines["lstm.seed1"] and "--context" not in lines["lstm.seed1"]
     assert "--wdrop 0.3" in lines["lstm.seed1"]
+
+
+def test_report_paired_compares_every_configuration_with_one_seed_by_seed(tmp_path):
+    """`lmlow report --paired standard` on the committed six (3 seeds): each configuration's
+    differences from standard, seed by seed, read here from the run folders' own cached
+    evaluations, and the verdict by the rule written out again (two standard errors of the
+    differences, at least 0.5% of the perplexity). A name the sweep lacks is refused in one
+    line and leaves the report as it was."""
+    import shutil
+    import statistics
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "experiments" / "six" / "sweep"
+    out = tmp_path / "six"
+    shutil.copytree(src, out, ignore=shutil.ignore_patterns("*.pt"))
+    r = lmlow("report", out, "--paired", "standard")
+    assert r.returncode == 0, r.stderr
+    assert "## Against standard, seed by seed" in (out / "results.md").read_text()
+
+    def ppls(name):
+        return {json.loads((out / f"{name}.seed{s}" / "config.json").read_text())["seed"]:
+                json.loads((out / f"{name}.seed{s}" / "eval_best_valid.json").read_text())["perplexity"]
+                for s in (1, 2, 3)}
+
+    ref = ppls("standard")
+    rows = {row["configuration"]: row for row in json.loads((out / "results.json").read_text())}
+    assert "paired" not in rows["standard"] and len(rows) == 6
+    verdicts = set()
+    for name, row in rows.items():
+        if name == "standard":
+            continue
+        mine = ppls(name)
+        d = [mine[s] - ref[s] for s in (1, 2, 3)]
+        assert row["paired"]["against"] == "standard" and row["paired"]["seeds"] == [1, 2, 3]
+        assert row["paired"]["diffs"] == pytest.approx(d)
+        margin = max(2 * statistics.stdev(d) / 3 ** 0.5,
+                     0.005 * min(statistics.mean(ref.values()), statistics.mean(mine.values())))
+        assert row["paired"]["margin"] == pytest.approx(margin)
+        want = ("better" if all(x < 0 for x in d) and statistics.mean(d) < -margin else
+                "worse" if all(x > 0 for x in d) and statistics.mean(d) > margin else
+                "no clear difference")
+        assert row["paired"]["verdict"] == want
+        verdicts.add(want)
+    assert "better" in verdicts         # pretraining helps on this table: the test can tell
+    before = {p.name: p.read_bytes() for p in out.glob("results.*")}
+    r = lmlow("report", out, "--paired", "ours-frozen")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert "--paired ours-frozen" in r.stderr and "standard+pretraining" in r.stderr
+    assert {p.name: p.read_bytes() for p in out.glob("results.*")} == before

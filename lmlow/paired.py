@@ -1,0 +1,82 @@
+"""Two configurations compared seed by seed: is one clearly better, clearly worse, or not
+clearly different? One rule for `lmlow report --paired` and experiments/claims.py.
+
+Runs of two configurations with the same seed share their data order and (where the roles
+allow) their initial weights, so a seed that is hard for one is hard for the other: the
+differences per seed vary far less than each configuration's perplexities. The rule therefore
+judges the paired differences, not the two means and their separate spreads:
+
+- a difference is clear when every seed's difference has one sign and their mean is beyond the
+  margin: twice the standard error of the per-seed differences, and at least 0.5% of the
+  perplexity (smaller differences do not matter to anyone choosing a configuration);
+- with one seed there is no spread to measure: the margin is 2% of the perplexity.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+FLOOR = 0.005        # the smallest difference that counts, as a share of the perplexity
+ONE_SEED = 0.02      # the margin with one seed, as a share of the perplexity
+
+
+@dataclass
+class Paired:
+    """``other`` against ``ref``: seed -> validation perplexity of each, over the seeds both
+    have (a seed only one configuration finished is left out)."""
+
+    ref: dict[int, float]
+    other: dict[int, float]
+
+    @classmethod
+    def of_rows(cls, ref: dict, other: dict) -> "Paired":
+        """From two rows of a report (``results.json``: ``seed list``, ``valid ppls``)."""
+        return cls(dict(zip(ref["seed list"], ref["valid ppls"])),
+                   dict(zip(other["seed list"], other["valid ppls"])))
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted(set(self.ref) & set(self.other))
+
+    def diffs(self) -> list[float]:
+        """other - ref, seed by seed (positive: ``other`` has the higher perplexity)."""
+        return [self.other[s] - self.ref[s] for s in self.seeds]
+
+    def means(self) -> tuple[float, float]:
+        """(ref, other) mean perplexity over the shared seeds, so that they differ by the mean
+        paired difference; NaN without a shared seed."""
+        if not self.seeds:
+            return math.nan, math.nan
+        return (statistics.mean(self.ref[s] for s in self.seeds),
+                statistics.mean(self.other[s] for s in self.seeds))
+
+    def margin(self) -> float:
+        """How far the mean difference must be from 0 to count (module docstring)."""
+        d, ppl = self.diffs(), min(self.means())
+        if len(d) > 1:
+            return max(2 * statistics.stdev(d) / math.sqrt(len(d)), FLOOR * ppl)
+        return ONE_SEED * ppl
+
+    def sign(self) -> int | None:
+        """+1: ``other`` clearly higher (worse); -1: clearly lower (better); 0: no clear
+        difference; None: no shared seed."""
+        d = self.diffs()
+        if not d:
+            return None
+        m = self.margin()
+        if all(x > 0 for x in d) and statistics.mean(d) > m:
+            return 1
+        if all(x < 0 for x in d) and statistics.mean(d) < -m:
+            return -1
+        return 0
+
+    def summary(self) -> dict:
+        """What a report shows of the comparison (JSON-ready)."""
+        d = self.diffs()
+        ref, other = self.means()
+        words = {1: "worse", -1: "better", 0: "no clear difference", None: "no shared seed"}
+        return {"seeds": self.seeds, "diffs": d,
+                "mean diff": statistics.mean(d) if d else None,
+                "mean diff %": 100 * statistics.mean(d) / ref if d else None,
+                "margin": self.margin() if d else None, "verdict": words[self.sign()]}
