@@ -158,8 +158,8 @@ def _all_converged(row: dict) -> bool:
     return bool(total) and done == total
 
 
-HEADER = ("| claim | expected better (valid ppl, mean over the seeds both have) | expected worse | difference per seed | mean "
-          "| margin | verdict |\n|---|---|---|---|---|---|---|")
+HEADER = ("| claim | expected better (valid ppl, mean over the seeds both have) | expected worse "
+          "| difference per seed | mean | margin | verdict |\n|---|---|---|---|---|---|---|")
 
 
 PARTS = {"holds in part": ["holds", "no clear difference"],
