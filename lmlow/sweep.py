@@ -322,12 +322,14 @@ def _score_now(run: RunDir, threads: int, log) -> int:
     """Score a run's best checkpoint on valid and test as soon as it finishes, into the
     ``eval_best_*.json`` caches beside it, so its numbers outlive its model files: ``*.pt`` stay
     out of git, and a report of a committed sweep is read from these caches alone. A failure
-    here is the run's failure (1): a finished run that cannot be scored is not a result."""
+    here is the run's failure (1): a finished run that cannot be scored is not a result.
+    It scores with the threads the run trained with when its settings name them (a
+    background table at one thread a run stays at one), else with the sweep's share."""
     import torch
 
     from lmlow.runs import evaluation
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(read_json(run.config).get("threads") or threads)
     try:
         for split in ("valid", "test"):
             evaluation(run, split)

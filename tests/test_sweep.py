@@ -246,3 +246,27 @@ def test_report_paired_compares_every_configuration_with_one_seed_by_seed(tmp_pa
     assert r.returncode == 1 and r.stderr.count("\n") == 1
     assert "--paired ours-frozen" in r.stderr and "standard+pretraining" in r.stderr
     assert {p.name: p.read_bytes() for p in out.glob("results.*")} == before
+
+
+def test_a_finished_run_is_scored_with_the_threads_it_trained_with(speech_corpus, tmp_path, monkeypatch):
+    """A table trained at one thread a run beside others (experiments/queue.sh) must not score
+    each finished run on every core: the sweep scores with the run's own --threads when its
+    settings name them, and with its share of the cores otherwise."""
+    import torch
+
+    from lmlow import sweep
+    from lmlow.config import build_config
+    from lmlow.rundir import RunDir
+    from lmlow.train import train
+
+    asked = []
+    real = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (asked.append(n), real(1)))
+    for threads in (1, 0):
+        run = tmp_path / f"t{threads}"
+        train(build_config("tiny", corpus=str(speech_corpus), max_epochs=1, threads=threads),
+              run, quiet=True)
+        asked.clear()
+        assert sweep._score_now(RunDir(run), 2, print) == 0
+        assert asked == [1 if threads else 2]
+        assert (run / "eval_best_test.json").exists()
