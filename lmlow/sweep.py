@@ -329,8 +329,8 @@ def _score_now(run: RunDir, threads: int, log) -> int:
 
     from lmlow.runs import evaluation
 
-    torch.set_num_threads(read_json(run.config).get("threads") or threads)
     try:
+        torch.set_num_threads(Config.load(run.config).threads or threads)
         for split in ("valid", "test"):
             evaluation(run, split)
     except LmlowError as e:
