@@ -141,28 +141,41 @@ def missing_runs(sweep_dir: Path) -> tuple[int, list[str]]:
     return len(plan), [r.folder for r in plan if not RunDir(Path(sweep_dir) / r.folder).finished]
 
 
-PAIRED_COLUMNS = ["configuration", "seeds paired", "difference per seed", "mean difference",
-                  "mean difference %", "margin", "verdict"]
+PAIRED_COLUMNS = ["configuration", "against", "seeds paired", "difference per seed",
+                  "mean difference", "mean difference %", "margin", "verdict"]
+
+
+def reference_of(name: str, ref: str, names: set[str]) -> str | None:
+    """The row ``name`` is compared with: ``ref`` itself, or in a grid of groups (``ours.K2``,
+    ``ours.data0.5``) ``ref`` with the same group suffix (``standard.K2``), the longest
+    such suffix that names a row; None when no row of ``ref`` shares the group."""
+    suffixes = [n[len(ref):] for n in names
+                if n == ref or (n.startswith(ref + ".") and name.endswith(n[len(ref):]))]
+    return ref + max(suffixes, key=len) if suffixes else None
 
 
 def add_paired(rows: list[dict], ref: str) -> str:
-    """Every configuration of the sweep against ``ref``, seed by seed (lmlow.paired): each
-    row gets a ``paired`` entry (for results.json); returns the Markdown section."""
+    """Every configuration of the sweep against ``ref`` (in a grid of groups, ``ref`` of its
+    own group), seed by seed (lmlow.paired): each row gets a ``paired`` entry (for
+    results.json); returns the Markdown section."""
     by_name = {r["configuration"]: r for r in rows if "seed list" in r}
-    if ref not in by_name:
+    names = set(by_name)
+    if not any(n == ref or n.startswith(ref + ".") for n in names):
         raise LmlowError(f"--paired {ref}: no configuration of that name in the sweep "
-                         f"(it has: {', '.join(sorted(by_name))})")
+                         f"(it has: {', '.join(sorted(names))})")
     table = []
     for r in rows:
-        if "seed list" not in r or r["configuration"] == ref:
+        against = reference_of(r["configuration"], ref, names) if "seed list" in r else None
+        if against is None or against == r["configuration"]:
             continue
-        p = Paired.of_rows(by_name[ref], r).summary()
-        r["paired"] = {"against": ref, **p}
-        table.append([r["configuration"], len(p["seeds"]),
+        p = Paired.of_rows(by_name[against], r).summary()
+        r["paired"] = {"against": against, **p}
+        table.append([r["configuration"], against, len(p["seeds"]),
                       ", ".join(f"{x:+.1f}" for x in p["diffs"]), p["mean diff"],
                       p["mean diff %"], p["margin"], p["verdict"]])
     return (f"\n## Against {ref}, seed by seed\n\nDifference: the configuration's validation "
-            f"perplexity minus {ref}'s, same seed (below 0: better). *better*/*worse*: every "
+            f"perplexity minus that of {ref} (of its own group: data size, K, ...), same seed "
+            "(below 0: better). *better*/*worse*: every "
             "seed's difference has that sign and their mean is beyond the margin (twice the "
             "standard error of the differences, at least 0.5% of the perplexity; with one seed "
             "2%); otherwise *no clear difference*.\n\n"

@@ -204,7 +204,8 @@ def test_report_paired_compares_every_configuration_with_one_seed_by_seed(tmp_pa
     differences from standard, seed by seed, read here from the run folders' own cached
     evaluations, and the verdict by the rule written out again (two standard errors of the
     differences, at least 0.5% of the perplexity). A name the sweep lacks is refused in one
-    line and leaves the report as it was."""
+    line and leaves the report as it was. In a grid of groups (K, data size) each row is
+    compared with the reference of its own group."""
     import shutil
     import statistics
     from pathlib import Path
@@ -246,6 +247,21 @@ def test_report_paired_compares_every_configuration_with_one_seed_by_seed(tmp_pa
     assert r.returncode == 1 and r.stderr.count("\n") == 1
     assert "--paired ours-frozen" in r.stderr and "standard+pretraining" in r.stderr
     assert {p.name: p.read_bytes() for p in out.glob("results.*")} == before
+    # a grid of groups (Table 3's K): each configuration against standard at its own K
+    unk = tmp_path / "unk"
+    shutil.copytree(src.parents[1] / "unk" / "sweep", unk, ignore=shutil.ignore_patterns("*.pt"))
+    assert lmlow("report", unk, "--paired", "standard").returncode == 0
+    rows = json.loads((unk / "results.json").read_text())
+    assert len(rows) == 18 and sum("paired" in r for r in rows) == 15
+    for row in rows:
+        name, k = row["configuration"].rsplit(".", 1)
+        if name != "standard":
+            assert row["paired"]["against"] == f"standard.{k}"
+            d = [json.loads((unk / f"{row['configuration']}.seed{s}" / "eval_best_valid.json")
+                            .read_text())["perplexity"]
+                 - json.loads((unk / f"standard.{k}.seed{s}" / "eval_best_valid.json")
+                              .read_text())["perplexity"] for s in (1, 2, 3)]
+            assert row["paired"]["diffs"] == pytest.approx(d)
 
 
 def test_a_finished_run_is_scored_with_the_threads_it_trained_with(speech_corpus, tmp_path, monkeypatch):
