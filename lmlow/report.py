@@ -173,9 +173,10 @@ def add_paired(rows: list[dict], ref: str) -> str:
         table.append([r["configuration"], against, len(p["seeds"]),
                       ", ".join(f"{x:+.1f}" for x in p["diffs"]), p["mean diff"],
                       p["mean diff %"], p["margin"], p["verdict"]])
+    grouped = " (of its own group: data size, K, ...)" if any(t[1] != ref for t in table) else ""
     return (f"\n## Against {ref}, seed by seed\n\nDifference: the configuration's validation "
-            f"perplexity minus that of {ref} (of its own group: data size, K, ...), same seed "
-            "(below 0: better). *better*/*worse*: every "
+            f"perplexity minus that of {ref}{grouped}, same seed (below 0: better). "
+            "*better*/*worse*: every "
             "seed's difference has that sign and their mean is beyond the margin (twice the "
             "standard error of the differences, at least 0.5% of the perplexity; with one seed "
             "2%); otherwise *no clear difference*.\n\n"
