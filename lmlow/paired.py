@@ -1,10 +1,9 @@
 """Two configurations compared seed by seed: is one clearly better, clearly worse, or not
 clearly different? One rule for `lmlow report --paired` and experiments/claims.py.
 
-Runs of two configurations with the same seed share their data order and (where the roles
-allow) their initial weights, so a seed that is hard for one is hard for the other: the
-differences per seed vary far less than each configuration's perplexities. The rule therefore
-judges the paired differences, not the two means and their separate spreads:
+Each seed gives one difference between the two configurations (the same data, the same seed
+for their random draws), and the rule judges those differences, not the two means and their
+separate spreads: does one configuration win on every seed, by more than the differences vary?
 
 - a difference is clear when every seed's difference has one sign and their mean is beyond the
   margin: twice the standard error of the per-seed differences, and at least 0.5% of the
