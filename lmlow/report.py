@@ -159,13 +159,13 @@ def add_paired(rows: list[dict], ref: str) -> str:
     own group), seed by seed (lmlow.paired): each row gets a ``paired`` entry (for
     results.json); returns the Markdown section."""
     by_name = {r["configuration"]: r for r in rows if "seed list" in r}
-    names = set(by_name)
-    if not any(n == ref or n.startswith(ref + ".") for n in names):
+    refs = {n: reference_of(n, ref, set(by_name)) for n in by_name}
+    if not any(refs.values()):
         raise LmlowError(f"--paired {ref}: no configuration of that name in the sweep "
-                         f"(it has: {', '.join(sorted(names))})")
+                         f"(it has: {', '.join(sorted(by_name))})")
     table = []
     for r in rows:
-        against = reference_of(r["configuration"], ref, names) if "seed list" in r else None
+        against = refs.get(r["configuration"])
         if against is None or against == r["configuration"]:
             continue
         p = Paired.of_rows(by_name[against], r).summary()
