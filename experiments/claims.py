@@ -705,8 +705,9 @@ def frozen_random_share(run: str, root: Path = ROOT) -> float | None:
 
 def freezing_points(root: Path = ROOT) -> list[dict]:
     """One point per seed of every frozen/trained pair in every converged table: the table,
-    the pair, the seed, the frozen run's frozen-random token share and the cost of freezing
-    (frozen minus trained validation perplexity, and that in % of the trained one)."""
+    the pair, the seed, the frozen run's frozen-random token share, the cost of freezing
+    (frozen minus trained validation perplexity, and that in % of the trained one) and the two
+    run folders it was measured on."""
     points = []
     for table in SOURCES:
         if table in ("six-fixed-budget", "table1-no-early-stop"):
@@ -723,13 +724,14 @@ def freezing_points(root: Path = ROOT) -> list[dict]:
                     continue
                 f = rows[name]
                 fb = dict(zip(f["seed list"], zip(f["valid ppls"], f["runs"])))
-                tb = dict(zip(t["seed list"], t["valid ppls"]))
+                tb = dict(zip(t["seed list"], zip(t["valid ppls"], t["runs"])))
                 for seed in sorted(set(fb) & set(tb)):
-                    (fp, run), tp = fb[seed], tb[seed]
+                    (fp, run), (tp, twin) = fb[seed], tb[seed]
                     points.append({"table": table, "frozen": name, "trained": t["configuration"],
                                    "seed": seed, "optimiser": OPTIMISER.get(table, "Adam"),
                                    "frozen_random_pct": frozen_random_share(run, root),
-                                   "cost": fp - tp, "cost_pct": 100.0 * (fp - tp) / tp})
+                                   "cost": fp - tp, "cost_pct": 100.0 * (fp - tp) / tp,
+                                   "frozen_run": run, "trained_run": twin})
     return points
 
 

@@ -72,7 +72,9 @@ class Config:
     embeddings: str | None = _f(None, "pretrained vectors (GloVe text, word2vec text/.bin, "
                                 "lmlow .npz; gensim .kv with --allow-pickle)")
     train_fraction: float = _f(1.0, "train on the first fraction of the training lines (the "
-                               "vocabulary and UNK rule still come from the whole split)")
+                               "vocabulary and UNK rule still come from the whole split; what "
+                               "counts words, the unigram bias, the coverage of training tokens "
+                               "and the frequency bins, counts that fraction)")
     extend_vocab: bool = _f(False, "add the embedding words to the vocabulary (count 0; K=0 only)")
     allow_pickle: bool = _f(False, "allow --embeddings to be a gensim .kv/.model file: a pickle, "
                             "which can run code when loaded (only for files you trust)")

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from lmlow.config import UNK_HELP, Config, check_values, require_vectors_for_extend, setting
-from lmlow.data.corpus import Corpus, head_fraction, write_ids_as_text
+from lmlow.data.corpus import Corpus, training_ids, write_ids_as_text
 from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
@@ -63,7 +63,8 @@ class NgramOptions:
     train_fraction: float = setting(1.0, "estimate on the first fraction of the training lines, "
                                     "the LSTM's --train-fraction cut (the vocabulary and UNK rule "
                                     "still come from the whole split, so the tokens scored are "
-                                    "the same at every fraction)")
+                                    "the same at every fraction; the counts in vocab.txt and the "
+                                    "frequency bins are the fraction's)")
 
     RANGES: typing.ClassVar[dict[str, str]] = {"order": f"[2, {MAX_ORDER}]", "unk_threshold": "[0, inf)",
                                                "train_fraction": "(0, 1]"}
@@ -110,7 +111,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
             raise LmlowError(f"{corpus.path('train')}: contains the word {word}, which the n-gram "
                              "training reserves (KenLM's sentence boundaries and lmlow's <unk> "
                              "stand-in); replace it in the corpus")
-    train_ids = head_fraction(corpus.encode("train").ids, train_fraction, vocab.eos_id)  # checked first
+    train_ids = training_ids(corpus, train_fraction)     # checked first; counts: this part's
     with run.lock():                       # one estimator per folder; checked again under it
         run.check_new(force)
         run.remove_stale_temporaries()

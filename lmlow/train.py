@@ -27,7 +27,7 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
                               model_sizes, pick_device, pick_precision, precision_name,
                               save_checkpoint)
 from lmlow.config import Config
-from lmlow.data.corpus import Corpus, head_fraction
+from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, columns, gather, join, leave,
                                rank_seed, require_processes, world_from_env, wrap)
@@ -216,7 +216,7 @@ class Trainer:
         vocab = checkpoint_vocabulary(resume, cfg) if resume else None
         self.corpus = open_corpus(cfg, self.kv, vocab)
         self.vocab = self.corpus.vocab
-        self.train_ids = head_fraction(self.corpus.encode("train").ids, cfg.train_fraction, self.vocab.eos_id)
+        self.train_ids = training_ids(self.corpus, cfg.train_fraction)   # counts: this part's
         self.valid_ids = self.corpus.encode("valid").ids
         self.model, self.init_report = build_model(
             checkpoint_config(cfg, resume["model"]) if resume else cfg, self.vocab, self.kv,

@@ -2,6 +2,7 @@
 section is what the committed results say (so claims and results cannot drift apart)."""
 import importlib.util
 import json
+import math
 import shutil
 import subprocess
 import statistics
@@ -555,18 +556,52 @@ def test_swap_rerun_replaces_two_thread_runs_only_with_converged_one_thread_twin
     assert _swap(exp).returncode == 1                            # nothing left to swap
 
 
-def test_freezing_records_are_what_the_committed_tables_give():
-    """experiments/freezing's points and its pair-by-pair cost table are regenerated from the
-    committed results (figure.py): a run changed or added without rerunning it fails here."""
+def _freezing_figure():
     spec = importlib.util.spec_from_file_location("freezing_figure",
                                                   ROOT / "experiments/freezing/figure.py")
     figure = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(figure)
+    return figure
+
+
+def test_freezing_cost_by_frequency_adds_up_to_each_pairs_cost():
+    """freezing-costs.md's frequency split: for every pair and seed at K=0, the bins (with
+    <unk> taken out of "unseen") hold every validation token once, and what they add sums to
+    the pair's cost as the committed results give it, 1000 ln(frozen ppl / trained ppl); one
+    cell is worked out again from the two evaluation files."""
+    figure = _freezing_figure()
+    checked = 0
+    for p in claims.freezing_points(ROOT):
+        cfg = json.loads((ROOT / p["frozen_run"] / "config.json").read_text())
+        if cfg["unk_threshold"] or cfg.get("train_fraction", 1) != 1:
+            continue
+        costs = figure.bin_costs(p, ROOT)
+        assert sum(c["share_pct"] for c in costs.values()) == pytest.approx(100.0, abs=1e-9)
+        assert sum(c["adds"] for c in costs.values()) == pytest.approx(
+            1000 * math.log(1 + p["cost_pct"] / 100), abs=1e-6), p
+        checked += 1
+    assert checked >= 40
+    p = next(p for p in claims.freezing_points(ROOT) if p["table"] == "six-allvec"
+             and p["frozen"] == "ours" and p["seed"] == 1)
+    f, t = (json.loads((ROOT / r / "eval_best_valid.json").read_text())
+            for r in (p["frozen_run"], p["trained_run"]))
+    fb, tb = ({b["bin"]: b for b in e["bins"]} for e in (f, t))
+    cell = figure.bin_costs(p, ROOT)["2-5"]
+    assert cell["worse_pct"] == pytest.approx(100 * (fb["2-5"]["perplexity"] / tb["2-5"]["perplexity"] - 1))
+    assert cell["adds"] == pytest.approx(1000 * fb["2-5"]["tokens"] / f["tokens"] * math.log(
+        fb["2-5"]["perplexity"] / tb["2-5"]["perplexity"]))
+    assert f"{cell['worse_pct']:+.0f}%" in (ROOT / "experiments/freezing/freezing-costs.md").read_text()
+
+
+def test_freezing_records_are_what_the_committed_tables_give():
+    """experiments/freezing's points and its pair-by-pair cost table are regenerated from the
+    committed results (figure.py): a run changed or added without rerunning it fails here."""
+    figure = _freezing_figure()
     points = claims.freezing_points(ROOT)
     here = ROOT / "experiments/freezing"
     assert json.loads((here / "freezing-points.json").read_text()) == points
     table = (here / "freezing-costs.md").read_text()
-    assert table == figure.costs_markdown(points)
+    assert table == figure.costs_markdown(points) + "\n" + figure.frequency_markdown(points)
     # the table is the points: every point's cost appears in its row, by seed
     for p in points:
         assert f"{p['cost']:+.1f} ({p['cost_pct']:+.1f}%)" in table

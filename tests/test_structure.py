@@ -403,6 +403,19 @@ def test_train_fraction_keeps_whole_lines(tmp_path):
                    tmp_path / "b", quiet=True)
     assert len(full.train_ids) == 160 and len(part.train_ids) == 40
     assert full.vocab.words == part.vocab.words            # the vocabulary is the whole split's
+    # ...but its counts are what the run trains on: the first 10 lines, w0..w9 once, x, y and
+    # <eos> 10 times each; w10..w39 never
+    expect = {"x": 10, "y": 10, "<eos>": 10, "<unk>": 0, **{f"w{i}": int(i < 10) for i in range(40)}}
+    assert dict(zip(part.vocab.words, part.vocab.counts)) == expect
+    assert dict(zip(full.vocab.words, full.vocab.counts))["w30"] == 1
+    # so the log-unigram output bias of the part gives a word it never read less than one it read
+    uni = Trainer(build_config("tiny", corpus=str(corpus), threads=1, train_fraction=0.25,
+                               init=["random", "unigram"]), tmp_path / "u", quiet=True)
+    bias = uni.model.decoder.bias.detach()
+    v = uni.vocab
+    assert bias[v.id("w30")] < bias[v.id("w5")] < bias[v.id("x")]
+    # log_unigram: 40 tokens read, and half a count for each of the 31 never read (w10..w39, <unk>)
+    assert bias[v.id("x")].exp().item() == pytest.approx(10 / (40 + 0.5 * 31), rel=1e-5)
 
 
 def test_config_json_is_what_was_built(speech_corpus, tmp_path):

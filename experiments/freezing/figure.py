@@ -3,7 +3,8 @@
 frozen row is random (no vector), over every converged table committed: one point per seed of
 every frozen/trained pair (claims.freezing_points). Writes freezing-cost.png,
 freezing-points.json (the points, so every dot traces to its runs) and freezing-costs.md (the
-same points as one table: each pair's cost seed by seed, and its mean). Run from the repo root:
+same points as one table: each pair's cost seed by seed, and its mean; then where the cost
+falls, by the training frequency of the predicted word). Run from the repo root:
 
     python experiments/freezing/figure.py
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -22,6 +24,8 @@ claims = importlib.util.module_from_spec(spec)
 sys.modules["claims"] = claims
 spec.loader.exec_module(claims)
 
+from lmlow.config import Config  # noqa: E402
+from lmlow.evaluate import BINS  # noqa: E402
 from lmlow.files import atomic_write_json, atomic_write_text  # noqa: E402
 from lmlow.plots import pyplot  # noqa: E402
 
@@ -65,9 +69,115 @@ def costs_markdown(points: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# evaluate's training-frequency bins of the predicted word, with <unk> apart from "unseen"
+FREQ_BINS = ("<unk>",) + tuple(name for _, _, name in BINS)
+
+
+def bin_nats(run: str, root: Path = ROOT) -> tuple[int, dict[str, tuple[int, float]]]:
+    """A run's best-checkpoint validation evaluation split by the predicted word's training
+    frequency: (validation tokens, bin -> (tokens, summed nats)). `<unk>` (a word outside the
+    vocabulary) is taken out of evaluate's "unseen" bin, where it sits at K=0 (it is never a
+    training target), so that "unseen" holds only words with a row of their own, a vector's
+    words that the LM text lacks; its nats come from the evaluation's perplexity with and
+    without `<unk>`. Only for K=0 runs (at K>0 `<unk>` is a frequent training word)."""
+    folder = root / run
+    k = Config.load(folder / "config.json").unk_threshold
+    if k != 0:
+        raise ValueError(f"{run}: K={k}; the frequency split needs K=0")
+    e = json.loads((folder / "eval_best_valid.json").read_text())
+    n, unk = e["tokens"], e["unk_tokens"]
+    unk_nats = (n * math.log(e["perplexity"]) - (n - unk) * math.log(e["perplexity_excluding_unk"])
+                if unk else 0.0)
+    out = {"<unk>": (unk, unk_nats)}
+    for b in e["bins"]:
+        tokens, nats = b["tokens"], b["tokens"] * math.log(b["perplexity"]) if b["tokens"] else 0.0
+        if b["bin"] == "unseen":
+            if tokens < unk:
+                raise ValueError(f"{run}: {unk} <unk> tokens but {tokens} unseen ones")
+            tokens, nats = tokens - unk, nats - unk_nats
+        out[b["bin"]] = (tokens, nats)
+    return n, out
+
+
+def bin_costs(point: dict, root: Path = ROOT) -> dict[str, dict]:
+    """One pair and seed, bin by bin: the bin's share of the validation tokens (%), how much
+    worse the frozen run predicts its words (its perplexity over them, frozen / trained - 1,
+    in %) and what it adds to the cost (frozen minus trained summed nats over all validation
+    tokens, in thousandths of a nat a token): the additions sum to 1000 ln(frozen ppl /
+    trained ppl)."""
+    n, frozen = bin_nats(point["frozen_run"], root)
+    m, trained = bin_nats(point["trained_run"], root)
+    costs = {}
+    for name in FREQ_BINS:
+        (t, f), (u, g) = frozen[name], trained[name]
+        if (n, t) != (m, u):
+            raise ValueError(f"{point['frozen_run']} and {point['trained_run']} score different "
+                             f"tokens ({name}: {t} and {u})")
+        costs[name] = {"share_pct": 100.0 * t / n,
+                       "worse_pct": 100.0 * math.expm1((f - g) / t) if t else None,
+                       "adds": 1000.0 * (f - g) / n}
+    return costs
+
+
+def _mean(xs: list) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def frequency_markdown(points: list[dict], root: Path = ROOT) -> str:
+    """Where each pair's cost falls, by the training frequency of the predicted word (K=0
+    tables), mean over the pair's seeds; then each table's share of validation tokens by bin."""
+    pairs: dict[tuple, list[dict]] = {}
+    for p in points:
+        cfg = Config.load(root / p["frozen_run"] / "config.json")
+        if cfg.unk_threshold == 0 and cfg.train_fraction == 1:
+            pairs.setdefault((p["optimiser"], p["table"], p["frozen"], p["trained"]), []).append(p)
+    bins = " | ".join(FREQ_BINS)
+    lines = ["## Where the cost falls: by the predicted word's training frequency", "",
+             "Each validation token is put in the bin of the predicted word's count in the LM's "
+             "training text (`lmlow eval`'s bins), with `<unk>` (a word outside the vocabulary) "
+             "apart from *unseen* (words that have a row, from the vectors, but never occur in "
+             "the training text). A cell: how much worse the frozen model predicts the bin's "
+             "words (its perplexity over them, frozen / trained - 1), and in brackets what the "
+             "bin adds to the cost, in thousandths of a nat per validation token (a row's "
+             "brackets sum to its *total*, 1000 ln(frozen ppl / trained ppl)); mean over the "
+             "seeds. Tables at K=0 trained on their whole training split (Table 3's K=1, 2, 5 "
+             "keep `<unk>` as a training word; Table 6's 1x and 2x runs were binned by the whole "
+             "split's counts, not by the part they trained on).", ""]
+    shares: dict[str, dict[str, float]] = {}
+    for opt in ("paper recipe", "Adam"):
+        keys = sorted((k for k in pairs if k[0] == opt),
+                      key=lambda k: (claims.TABLE_NAMES.get(k[1], k[1]), k[2]))
+        if not keys:
+            continue
+        lines += [f"### {opt}", "", f"| table | frozen | trained twin | seeds | total | {bins} |",
+                  "|---|---|---|---|---|" + "---|" * len(FREQ_BINS)]
+        for key in keys:
+            per_seed = [bin_costs(p, root) for p in pairs[key]]
+            total = sum(_mean([c[b]["adds"] for c in per_seed]) for b in FREQ_BINS)
+            cells = []
+            for b in FREQ_BINS:
+                worse, adds = _mean([c[b]["worse_pct"] for c in per_seed]), _mean([c[b]["adds"] for c in per_seed])
+                cells.append("-" if worse is None else f"{worse:+.0f}% ({adds:+.1f})")
+            name = claims.TABLE_NAMES.get(key[1], key[1])
+            lines.append(f"| {name} | {key[2]} | {key[3]} | {len(per_seed)} | {total:+.1f} | "
+                         + " | ".join(cells) + " |")
+            # the bins follow the training text: a grid's groups (datasize's sizes) differ
+            group = key[2].partition(".")[2]
+            shares.setdefault(f"{name} ({group})" if group else name,
+                              {b: per_seed[0][b]["share_pct"] for b in FREQ_BINS})
+        lines.append("")
+    lines += ["### Validation tokens by bin, %", "", f"| table | {bins} |",
+              "|---|" + "---|" * len(FREQ_BINS)]
+    lines += [f"| {name} | " + " | ".join(f"{s[b]:.1f}" for b in FREQ_BINS) + " |"
+              for name, s in sorted(shares.items())]
+    return "\n".join(lines) + "\n"
+
+
 def write_records(points: list[dict]) -> None:
     atomic_write_json(HERE / "freezing-points.json", points, indent=1)
-    atomic_write_text(HERE / "freezing-costs.md", costs_markdown(points))
+    atomic_write_text(HERE / "freezing-costs.md",
+                      costs_markdown(points) + "\n" + frequency_markdown(points))
 
 
 def main() -> int:

@@ -339,6 +339,16 @@ def write_ids_as_text(ids: np.ndarray, vocab: Vocabulary, path: Path) -> None:
                     line.append(words[i])
 
 
+def training_ids(corpus: "Corpus", fraction: float) -> np.ndarray:
+    """The training stream a run learns from: the first ``fraction`` of the lines
+    (:func:`head_fraction`). Below 1 the vocabulary keeps the whole split's words but takes
+    that part's counts (:meth:`Vocabulary.recount`), for the LSTM and the n-gram alike."""
+    ids = head_fraction(corpus.encode("train").ids, fraction, corpus.vocab.eos_id)
+    if fraction < 1:
+        corpus.vocab.recount(ids)
+    return ids
+
+
 def head_fraction(ids: np.ndarray, fraction: float, eos_id: int) -> np.ndarray:
     """The first ``fraction`` of a token stream, cut at a line end: ``--train-fraction``, the same
     cut for the LSTM and the n-gram, so both learn from exactly the same lines."""

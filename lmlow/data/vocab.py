@@ -70,6 +70,14 @@ class Vocabulary:
     def count_array(self) -> np.ndarray:
         return np.asarray(self.counts, dtype=np.int64)
 
+    def recount(self, ids: np.ndarray) -> None:
+        """Make the counts those of ``ids``, the training stream a run really learns from
+        (``--train-fraction``'s first lines), keeping the words, their order and the UNK rule
+        of the whole split: what is derived from counts (the log-unigram bias, the unigram
+        prior, coverage of training tokens, frequency bins, KenLM's <unk>) then describes the
+        text the model saw, not text it never read."""
+        self.counts = np.bincount(np.asarray(ids), minlength=len(self.words)).tolist()
+
     def digest(self) -> str:
         """A short hash of the word list: what a checkpoint or cache must match."""
         h = hashlib.sha256("\n".join(self.words).encode("utf-8"))
