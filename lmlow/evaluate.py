@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,9 @@ class Evaluation:
     perplexity_excluding_unk: float
     cross_entropy: float          # nats per token
     bins: list[dict]
+    # the same, by the word read just before the target (<unk> apart): where the input
+    # embeddings act, e.g. whether a frozen input helps after rare words
+    context_bins: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -55,27 +58,48 @@ class Evaluation:
                 f"({self.perplexity_excluding_unk:.2f} excluding <unk>); {self.tokens} tokens, "
                 f"{self.unk_tokens} <unk> targets ({self.oov_tokens} out of vocabulary)"
                 + ("; lines scored independently" if lines_independent else ""))
-        return head + "\n" + markdown(["training frequency", "tokens", "perplexity"],
-                                      [[b["bin"], b["tokens"], b["perplexity"]] for b in self.bins],
-                                      digits=4)
+        table = markdown(["training frequency", "tokens", "perplexity"],
+                         [[b["bin"], b["tokens"], b["perplexity"]] for b in self.bins], digits=4)
+        if self.context_bins:
+            table += "\n\n" + markdown(
+                ["word read before, training frequency", "tokens", "perplexity"],
+                [[b["bin"], b["tokens"], b["perplexity"]] for b in self.context_bins], digits=4)
+        return head + "\n" + table
 
 
 def evaluate_logprobs(split: str, ids: np.ndarray, logprobs: np.ndarray, counts: np.ndarray,
-                      unk_id: int, oov_tokens: int = 0) -> Evaluation:
-    """Perplexity including and excluding ``<unk>`` targets, and per frequency bin."""
+                      unk_id: int, oov_tokens: int = 0, eos_id: int | None = None) -> Evaluation:
+    """Perplexity including and excluding ``<unk>`` targets, per frequency bin of the target
+    and, given ``eos_id`` (what the first token follows: the stream starts after an
+    ``<eos>``), per frequency bin of the word read just before it, ``<unk>`` in a bin of its
+    own there (its count says nothing of how often its row was trained on one word)."""
     ids = np.asarray(ids)
     if len(ids) != len(logprobs):
         raise ValueError(f"{len(logprobs)} scores for {len(ids)} tokens")
     is_unk = ids == unk_id
-    freq = counts[ids]
-    bins = []
-    for lo, hi, name in BINS:
-        sel = (freq >= lo) & (freq <= hi if hi is not None else True)
-        bins.append({"bin": name, "tokens": int(sel.sum()), "perplexity": perplexity(logprobs[sel])})
+    context = []
+    if eos_id is not None and len(ids):
+        before = np.concatenate([[eos_id], ids[:-1]])
+        after_unk = before == unk_id
+        context = ([{"bin": "<unk>", "tokens": int(after_unk.sum()),
+                     "perplexity": perplexity(logprobs[after_unk])}]
+                   + _binned(counts[before], logprobs, ~after_unk))
     return Evaluation(split=split, tokens=len(ids), unk_tokens=int(is_unk.sum()),
                       oov_tokens=oov_tokens, perplexity=perplexity(logprobs),
                       perplexity_excluding_unk=perplexity(logprobs[~is_unk]),
-                      cross_entropy=-float(np.mean(logprobs)), bins=bins)
+                      cross_entropy=-float(np.mean(logprobs)),
+                      bins=_binned(counts[ids], logprobs), context_bins=context)
+
+
+def _binned(freq: np.ndarray, logprobs: np.ndarray, keep: np.ndarray | None = None) -> list[dict]:
+    """Tokens and perplexity per training-frequency bin (BINS) of ``freq``, over ``keep``."""
+    bins = []
+    for lo, hi, name in BINS:
+        sel = (freq >= lo) & (freq <= hi if hi is not None else True)
+        if keep is not None:
+            sel &= keep
+        bins.append({"bin": name, "tokens": int(sel.sum()), "perplexity": perplexity(logprobs[sel])})
+    return bins
 
 
 class Scorer(ABC):
@@ -113,7 +137,7 @@ class Scorer(ABC):
         enc = self.corpus(corpus).encode(split)
         lp = self.token_logprobs(enc.ids, reset_lines=reset_lines)
         return evaluate_logprobs(split, enc.ids, lp, self.vocab.count_array(), self.vocab.unk_id,
-                                 enc.stats.oov_tokens)
+                                 enc.stats.oov_tokens, eos_id=self.vocab.eos_id)
 
     def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
         """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,

@@ -284,6 +284,32 @@ def test_perplexity_excluding_unk_and_bins_by_hand():
         assert bins[name][1] == pytest.approx(ppl, rel=1e-12), name
 
 
+def test_bins_by_the_word_read_before_by_hand():
+    """The same ten tokens binned by the word before each (the first follows the stream's
+    start, an <eos>), with <unk> in a bin of its own."""
+    counts = np.array([7, 4, 1, 3, 150, 0, 50])
+    ids = np.array([2, 1, 3, 0, 1, 4, 5, 6, 3, 0])
+    p = np.array([0.1, 0.2, 0.05, 0.5, 0.25, 0.4, 0.01, 0.3, 0.08, 0.6])
+    ev = evaluate_logprobs("valid", ids, np.log(p), counts, unk_id=1, eos_id=0)
+    # read before: <eos> a <unk> b <eos> <unk> c d e b
+    expected = {
+        "<unk>": (2, (0.05 * 0.4) ** (-1 / 2)),
+        "unseen": (1, 1 / 0.3),                                        # after d
+        "1": (1, 1 / 0.2),                                             # after a
+        "2-5": (2, (0.5 * 0.6) ** (-1 / 2)),                           # after b, twice
+        "6-20": (2, (0.1 * 0.25) ** (-1 / 2)),                         # after <eos>, twice
+        "21-100": (1, 1 / 0.08),                                       # after e
+        ">100": (1, 1 / 0.01),                                         # after c
+    }
+    got = {b["bin"]: (b["tokens"], b["perplexity"]) for b in ev.context_bins}
+    assert list(got) == list(expected)
+    for name, (n, ppl) in expected.items():
+        assert got[name][0] == n and got[name][1] == pytest.approx(ppl, rel=1e-12), name
+    assert "word read before" in ev.text("m")
+    # without eos_id (a caller that does not know the stream's start) there are none
+    assert evaluate_logprobs("valid", ids, np.log(p), counts, unk_id=1).context_bins == []
+
+
 def test_frequency_bin_edges():
     """Counts on every bin edge land in the bin whose range includes them; an empty bin has
     no perplexity (nan)."""

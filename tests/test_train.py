@@ -95,6 +95,13 @@ def test_cli_train_eval_score(speech_corpus, tmp_path):
     assert {"perplexity", "perplexity_excluding_unk", "tokens", "unk_tokens", "split",
             "bins"} <= set(ev) and ev["split"] == "test"
     assert sum(b["tokens"] for b in ev["bins"]) == ev["tokens"]
+    assert sum(b["tokens"] for b in ev["context_bins"]) == ev["tokens"]
+    # counted from the text: targets whose previous word is outside the run's vocabulary
+    vocab = set((run / "vocab.txt").read_text().split()) - {"<unk>"}
+    stream = [w for line in (speech_corpus / "test.txt").read_text().splitlines()
+              for w in line.split() + ["<eos>"]]
+    after_unk = sum(w not in vocab for w in stream[:-1])
+    assert after_unk and (ev["context_bins"][0]["bin"], ev["context_bins"][0]["tokens"]) == ("<unk>", after_unk)
     f = tmp_path / "s.txt"
     f.write_text("the senate\nof the union\n")
     lines = [json.loads(l) for l in lmlow("score", run, f, cache=cache).stdout.splitlines()]
