@@ -79,7 +79,8 @@ def bin_nats(run: str, root: Path = ROOT) -> tuple[int, dict[str, tuple[int, flo
     vocabulary) is taken out of evaluate's "unseen" bin, where it sits at K=0 (it is never a
     training target), so that "unseen" holds only words with a row of their own, a vector's
     words that the LM text lacks; its nats come from the evaluation's perplexity with and
-    without `<unk>`. Only for K=0 runs (at K>0 `<unk>` is a frequent training word)."""
+    without `<unk>`. Only for K=0 runs whose training text has no literal `<unk>` (at K>0, or
+    on text like PTB's, `<unk>` is a frequent training word)."""
     folder = root / run
     k = Config.load(folder / "config.json").unk_threshold
     if k != 0:
@@ -143,7 +144,9 @@ def frequency_markdown(points: list[dict], root: Path = ROOT) -> str:
              "brackets sum to its *total*, 1000 ln(frozen ppl / trained ppl)); mean over the "
              "seeds. Tables at K=0 trained on their whole training split (Table 3's K=1, 2, 5 "
              "keep `<unk>` as a training word; Table 6's 1x and 2x runs were binned by the whole "
-             "split's counts, not by the part they trained on).", ""]
+             "split's counts, not by the part they trained on). None of these tables' training "
+             "texts holds a literal `<unk>` (`grep -c '<unk>'`: 0), so at K=0 `<unk>` is never a "
+             "training target and every `<unk>` target is in evaluate's *unseen* bin.", ""]
     shares: dict[str, dict[str, float]] = {}
     for opt in ("paper recipe", "Adam"):
         keys = sorted((k for k in pairs if k[0] == opt),
