@@ -183,11 +183,69 @@ def add_paired(rows: list[dict], ref: str) -> str:
             + markdown(PAIRED_COLUMNS, table, digits=4) + "\n")
 
 
+BIN_KINDS = (("bins", "the predicted word"), ("context_bins", "the word read before it"))
+
+
+def _bin_ppls(row: dict, key: str) -> dict[str, dict[int, float]] | None:
+    """bin -> seed -> validation perplexity over the bin's tokens, from each run's cached
+    evaluation; None when a run's evaluation lacks ``key`` (``context_bins`` is recorded by
+    evaluations made since it exists)."""
+    from lmlow.runs import evaluation
+
+    out: dict[str, dict[int, float]] = {}
+    for seed, run in zip(row["seed list"], row["runs"]):
+        bins = evaluation(RunDir(run), "valid").get(key)
+        if not bins:
+            return None
+        for b in bins:
+            if b["tokens"]:
+                out.setdefault(b["bin"], {})[seed] = b["perplexity"]
+    return out
+
+
+def add_paired_bins(rows: list[dict]) -> str:
+    """Each row compared in ``add_paired`` again, bin by bin of the training frequency of the
+    predicted word and of the word read before it (the same paired rule, on the perplexity over
+    each bin's tokens): where a configuration wins or loses, e.g. on rare words. Adds ``bins``
+    and ``context bins`` to each row's ``paired`` entry; returns the Markdown."""
+    by_name = {r["configuration"]: r for r in rows}
+    parts = []
+    for key, what in BIN_KINDS:
+        table, names = [], []
+        for r in rows:
+            if "paired" not in r:
+                continue
+            ref, other = _bin_ppls(by_name[r["paired"]["against"]], key), _bin_ppls(r, key)
+            if ref is None or other is None:
+                continue
+            cells = {b: Paired(ref[b], other.get(b, {})).summary() for b in ref}
+            r["paired"][key.replace("_", " ")] = cells
+            names = names or list(cells)
+            table.append([r["configuration"], r["paired"]["against"]]
+                         + [_bin_cell(cells.get(b)) for b in names])
+        if table:
+            parts.append(f"\n### By the training frequency of {what}\n\n"
+                         + markdown(["configuration", "against"] + names, table) + "\n")
+    if not parts:
+        return ""
+    return ("\nThe same comparison over the validation tokens of each training-frequency bin "
+            "(`lmlow eval`'s bins; `<unk>` targets by their own count, at K=0 among *unseen*): "
+            "the mean difference in % of the reference's perplexity on those tokens, and the "
+            "verdict where the rule finds one.\n" + "".join(parts))
+
+
+def _bin_cell(p: dict | None) -> str:
+    if not p or p["mean diff %"] is None:
+        return ""
+    word = {"better": " better", "worse": " worse"}.get(p["verdict"], "")
+    return f"{p['mean diff %']:+.1f}%{word}"
+
+
 def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
                  paired: str | None = None) -> list[Path]:
     sweep_dir = Path(sweep_dir)
     rows = collect(sweep_dir)
-    section = add_paired(rows, paired) if paired else ""
+    section = add_paired(rows, paired) + add_paired_bins(rows) if paired else ""
     if isinstance(baselines, (str, Path)):
         baselines = [baselines]
     rows += [baseline_row(b) for b in baselines or ()]

@@ -61,6 +61,21 @@ def test_tiny_sweep_end_to_end(speech_corpus, tmp_path):
     assert (out / "curves.png").stat().st_size > 1000
     data = json.loads((out / "results.json").read_text())
     assert data[0]["valid ppl"] >= data[1]["valid ppl"]          # worst first, as Table 1
+    # paired, bin by bin: new runs record the bins of the word read before, so both tables
+    assert lmlow("report", out, "--paired", "standard").returncode == 0
+    md = (out / "results.md").read_text()
+    assert "of the predicted word" in md and "of the word read before it" in md
+    row = next(r for r in json.loads((out / "results.json").read_text())
+               if r["configuration"] == "untied-unigram")
+    ev = {n: json.loads((out / f"{n}.seed1" / "eval_best_valid.json").read_text())
+          for n in ("standard", "untied-unigram")}
+    for key in ("bins", "context_bins"):
+        got = row["paired"][key.replace("_", " ")]
+        want = {a["bin"]: b["perplexity"] - a["perplexity"]
+                for a, b in zip(ev["standard"][key], ev["untied-unigram"][key]) if a["tokens"]}
+        assert set(got) == set(want) and len(want) >= 4
+        for k, v in want.items():
+            assert got[k]["diffs"] == pytest.approx([v]), (key, k)
 
 
 def test_interrupted_run_is_resumed(speech_corpus, tmp_path):
@@ -242,6 +257,17 @@ def test_report_paired_compares_every_configuration_with_one_seed_by_seed(tmp_pa
         assert row["paired"]["verdict"] == want
         verdicts.add(want)
     assert "better" in verdicts         # pretraining helps on this table: the test can tell
+    # bin by bin (these runs predate the bins of the word read before: only the target's)
+    md = (out / "results.md").read_text()
+    assert "of the predicted word" in md and "of the word read before" not in md
+    def bin_ppl(run, name):
+        bins = json.loads((out / run / "eval_best_valid.json").read_text())["bins"]
+        return next(b["perplexity"] for b in bins if b["bin"] == name)
+
+    for name in ("ours", "ours-unfrozen"):
+        d = [bin_ppl(f"{name}.seed{s}", "2-5") - bin_ppl(f"standard.seed{s}", "2-5") for s in (1, 2, 3)]
+        assert rows[name]["paired"]["bins"]["2-5"]["diffs"] == pytest.approx(d)
+        assert "context bins" not in rows[name]["paired"]
     before = {p.name: p.read_bytes() for p in out.glob("results.*")}
     r = lmlow("report", out, "--paired", "ours-frozen")
     assert r.returncode == 1 and r.stderr.count("\n") == 1
