@@ -2,6 +2,7 @@
 """The cost of freezing the pretrained input against the share of training tokens whose
 frozen row is random (no vector), over every converged table committed: one point per seed of
 every frozen/trained pair (claims.freezing_points). Writes freezing-cost.png,
+freezing-by-frequency.png (the paper-recipe pairs' cost by the predicted word's frequency),
 freezing-points.json (the points, so every dot traces to its runs) and freezing-costs.md (the
 same points as one table: each pair's cost seed by seed, and its mean; then where the cost
 falls, by the training frequency of the predicted word). Run from the repo root:
@@ -177,6 +178,49 @@ def frequency_markdown(points: list[dict], root: Path = ROOT) -> str:
     return "\n".join(lines) + "\n"
 
 
+# the paper-recipe tables of each domain, one colour each in both panels
+TABLE_ORDER = ["old vectors", "vector rows frozen", "all-text vectors",
+               "all-text vectors, vector rows frozen"]
+
+
+def frequency_figure(points: list[dict], out: Path, root: Path = ROOT) -> int:
+    """The paper-recipe pairs' frequency split as lines: how much worse the frozen model
+    predicts each bin's words (mean over seeds), one panel per domain; returns the lines drawn."""
+    pairs: dict[tuple, list[dict]] = {}
+    for p in points:
+        if p["optimiser"] == "paper recipe":
+            pairs.setdefault((p["table"], p["frozen"]), []).append(p)
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), sharey=True)
+    drawn = 0
+    for ax, domain in zip(axes, ("technical", "State of the Union")):
+        labels = {k: claims.TABLE_NAMES.get(k[0], k[0]) for k in pairs}
+        labels = {k: v.replace(domain + ", ", "").replace(", paper recipe", "").replace(
+            "paper recipe", "old vectors") for k, v in labels.items() if v.startswith(domain)}
+        for key in sorted(labels, key=lambda k: (TABLE_ORDER.index(labels[k]), k[1])):
+            per_seed = [bin_costs(p, root) for p in pairs[key]]
+            ys = [_mean([c[b]["worse_pct"] for c in per_seed]) for b in FREQ_BINS]
+            name = labels[key]
+            ax.plot(range(len(FREQ_BINS)), ys, marker="o", ms=3, lw=1.2,
+                    ls="-" if key[1].startswith("ours-random-output") else "--",
+                    color=plt.get_cmap("tab10")(TABLE_ORDER.index(name)),
+                    label=f"{key[1]} ({name}; {len(per_seed)} seed{'s' * (len(per_seed) > 1)})")
+            drawn += 1
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(range(len(FREQ_BINS)), FREQ_BINS)
+        ax.set_xlabel("training count of the predicted word")
+        ax.set_title(domain, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6.5, loc="upper right")
+    axes[0].set_ylabel("frozen / trained twin - 1, perplexity on the bin's tokens, %")
+    fig.suptitle("Where freezing the input costs (paper recipe, mean over seeds): above 0 the "
+                 "frozen model predicts those words worse", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return drawn
+
+
 def write_records(points: list[dict]) -> None:
     atomic_write_json(HERE / "freezing-points.json", points, indent=1)
     atomic_write_text(HERE / "freezing-costs.md",
@@ -215,6 +259,8 @@ def main() -> int:
     fig.tight_layout()
     fig.savefig(HERE / "freezing-cost.png", dpi=110)
     print(f"{len(points)} points from {len(tables)} tables: {HERE / 'freezing-cost.png'}")
+    n = frequency_figure(points, HERE / "freezing-by-frequency.png")
+    print(f"{n} pairs by frequency: {HERE / 'freezing-by-frequency.png'}")
     return 0
 
 
