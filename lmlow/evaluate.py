@@ -91,6 +91,13 @@ def evaluate_logprobs(split: str, ids: np.ndarray, logprobs: np.ndarray, counts:
                       bins=_binned(counts[ids], logprobs), context_bins=context)
 
 
+def valid_bins(ids: np.ndarray, logprobs: np.ndarray, counts: np.ndarray) -> dict[str, float]:
+    """Perplexity per training-frequency bin of the predicted word, the bins that hold tokens
+    (what training logs at every validation, as ``valid_bins``)."""
+    return {b["bin"]: b["perplexity"] for b in _binned(counts[np.asarray(ids)], logprobs)
+            if b["tokens"]}
+
+
 def _binned(freq: np.ndarray, logprobs: np.ndarray, keep: np.ndarray | None = None) -> list[dict]:
     """Tokens and perplexity per training-frequency bin (BINS) of ``freq``, over ``keep``."""
     bins = []

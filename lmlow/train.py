@@ -32,7 +32,7 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, columns, gather, join, leave,
                                rank_seed, require_processes, world_from_env, wrap)
 from lmlow.errors import Interrupted, LmlowError, caught_signals
-from lmlow.evaluate import lstm_logprobs
+from lmlow.evaluate import lstm_logprobs, valid_bins
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
 from lmlow.frozen_rows import FrozenRows, describe_rows
 from lmlow.loss import lm_loss
@@ -247,6 +247,7 @@ class Trainer:
         self.agreed_signal = 0
         self.clocks = None     # (start of training, start of the epoch), by time.time()
         self.tracker = None
+        self.valid_bins: dict[str, float] = {}   # of the last validation (validate())
         if cfg.track_frequency and world.main:   # Meister et al.'s Fig. 1 statistics
             from lmlow.analysis.frequency import FrequencyTracker
             self.tracker = FrequencyTracker(self.model, self.valid_ids, self.vocab.count_array(),
@@ -394,11 +395,15 @@ class Trainer:
                     p.copy_(s)
 
     def validate(self) -> float:
+        """Validation cross-entropy (nats per token); also keeps the perplexity per
+        training-frequency bin of the predicted word (``self.valid_bins``), which every
+        metrics row with a validation shows: how each frequency class is learned over time."""
         with self.averaged():
             lp = lstm_logprobs(self.model, self.valid_ids, self.vocab.eos_id,
                                self.cfg.eval_batch_size, self.cfg.bptt, device=self.device,
                                world=self.world)
         self.model.train()
+        self.valid_bins = valid_bins(self.valid_ids, lp, self.vocab.count_array())
         return -float(np.mean(lp))
 
     # ---- the loop
@@ -684,6 +689,8 @@ class Trainer:
     def _log_metrics(self, row: dict) -> None:
         if not self.world.main:
             return
+        if "valid_ppl" in row:
+            row = {**row, "valid_bins": self.valid_bins}
         append_jsonl(self.rundir.metrics_file, row)
         if "valid_ppl" in row:
             extra = f" train ppl {row['train_ppl']:.1f}" if "train_ppl" in row else ""

@@ -1,6 +1,7 @@
 """Training runs end to end: resume gives the same numbers, checkpoints are safe, bad states
 and bad inputs stop with one line."""
 import json
+import math
 
 import pytest
 from conftest import lmlow
@@ -43,6 +44,13 @@ def test_max_epochs_0_saves_the_initialised_model(speech_corpus, tmp_path):
     assert (tmp_path / "r" / "best.pt").exists()
     ev = load(tmp_path / "r").evaluate("valid")
     assert ev.perplexity == pytest.approx(s["best_valid_ppl"], rel=1e-6)
+    # the metrics row has the perplexity per frequency bin, as `lmlow eval` scores the
+    # checkpoint (the same model), and the bins' tokens weigh them back to the whole
+    row = metrics(tmp_path / "r")[0]
+    bins = {b["bin"]: b for b in ev.bins if b["tokens"]}
+    assert row["valid_bins"] == pytest.approx({k: b["perplexity"] for k, b in bins.items()}, rel=1e-5)
+    nats = sum(b["tokens"] * math.log(row["valid_bins"][k]) for k, b in bins.items())
+    assert nats / ev.tokens == pytest.approx(row["valid_loss"], rel=1e-9)
 
 
 def test_run_folder_contract(speech_corpus, tmp_path):
