@@ -208,14 +208,15 @@ def add_paired_bins(rows: list[dict]) -> str:
     predicted word and of the word read before it (the same paired rule, on the perplexity over
     each bin's tokens): where a configuration wins or loses, e.g. on rare words. Adds ``bins``
     and ``context bins`` to each row's ``paired`` entry; returns the Markdown."""
-    by_name = {r["configuration"]: r for r in rows}
     parts = []
     for key, what in BIN_KINDS:
+        # each row's evaluations read once: a reference serves every row of its group
+        ppls = {r["configuration"]: _bin_ppls(r, key) for r in rows if "seed list" in r}
         table, names = [], []
         for r in rows:
             if "paired" not in r:
                 continue
-            ref, other = _bin_ppls(by_name[r["paired"]["against"]], key), _bin_ppls(r, key)
+            ref, other = ppls[r["paired"]["against"]], ppls[r["configuration"]]
             if ref is None or other is None:
                 continue
             cells = {b: Paired(ref[b], other.get(b, {})).summary() for b in ref}

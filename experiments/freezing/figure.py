@@ -11,6 +11,7 @@ falls, by the training frequency of the predicted word). Run from the repo root:
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import math
@@ -74,6 +75,7 @@ def costs_markdown(points: list[dict]) -> str:
 FREQ_BINS = ("<unk>",) + tuple(name for _, _, name in BINS)
 
 
+@functools.lru_cache(maxsize=None)     # a run serves several pairs, tables and the figure
 def bin_nats(run: str, root: Path = ROOT) -> tuple[int, dict[str, tuple[int, float]]]:
     """A run's best-checkpoint validation evaluation split by the predicted word's training
     frequency: (validation tokens, bin -> (tokens, summed nats)). `<unk>` (a word outside the
