@@ -605,3 +605,89 @@ def test_freezing_records_are_what_the_committed_tables_give():
     # the table is the points: every point's cost appears in its row, by seed
     for p in points:
         assert f"{p['cost']:+.1f} ({p['cost_pct']:+.1f}%)" in table
+
+
+def test_freezing_cost_by_the_word_read_before_adds_up_to_each_pairs_cost():
+    """freezing-costs.md's split by the word read before the target: for every pair and seed
+    whose runs record it, the bins hold every validation token once and what they add sums to
+    the pair's cost; one cell is worked out again from the two evaluation files."""
+    figure = _freezing_figure()
+    checked = []
+    for p in claims.freezing_points(ROOT):
+        costs = figure.bin_costs(p, ROOT, "context_bins")
+        if costs is None:
+            continue
+        assert sum(c["share_pct"] for c in costs.values()) == pytest.approx(100.0, abs=1e-9)
+        assert sum(c["adds"] for c in costs.values()) == pytest.approx(
+            1000 * math.log(1 + p["cost_pct"] / 100), abs=1e-6), p
+        checked.append(p)
+    assert len(checked) >= 20
+    p = checked[0]
+    f, t = ({b["bin"]: b for b in json.loads((ROOT / r / "eval_best_valid.json").read_text())
+             ["context_bins"]} for r in (p["frozen_run"], p["trained_run"]))
+    cell = figure.bin_costs(p, ROOT, "context_bins")["1"]
+    assert cell["worse_pct"] == pytest.approx(100 * (f["1"]["perplexity"] / t["1"]["perplexity"] - 1))
+
+
+def _metrics(folder: Path, rows: list[tuple[int, float, float, float]]) -> None:
+    folder.mkdir(parents=True)
+    (folder / "metrics.jsonl").write_text("".join(
+        json.dumps({"epoch": e, "valid_ppl": ppl, "valid_bins": {"unseen": unseen, ">100": freq}})
+        + "\n" for e, ppl, unseen, freq in rows))
+
+
+def test_same_epoch_compares_both_runs_at_the_earlier_best_epoch(tmp_path):
+    """A frozen run whose best is epoch 3 against a twin whose best is epoch 2: both taken at
+    epoch 2, and at their bests; a resumed run's repeated epoch counts once (its last row); a
+    run without per-epoch bins gives no comparison."""
+    figure = _freezing_figure()
+    _metrics(tmp_path / "f", [(1, 300, 1000, 50), (2, 220, 1100, 40), (2, 210, 1100, 40),
+                              (3, 200, 1400, 38)])
+    _metrics(tmp_path / "t", [(1, 280, 900, 45), (2, 190, 1200, 36), (3, 195, 1300, 35)])
+    got = figure.same_epoch({"frozen_run": "f", "trained_run": "t"}, tmp_path)
+    assert got["epochs"] == (3, 2) and got["at"] == 2
+    assert got["same"] == pytest.approx({"all": 100 * (210 / 190 - 1), "unseen": 100 * (1100 / 1200 - 1),
+                                         ">100": 100 * (40 / 36 - 1)})
+    assert got["best"] == pytest.approx({"all": 100 * (200 / 190 - 1), "unseen": 100 * (1400 / 1200 - 1),
+                                         ">100": 100 * (38 / 36 - 1)})
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "valid_ppl": 9.0}) + "\n")
+    assert figure.same_epoch({"frozen_run": "f", "trained_run": "o"}, tmp_path) is None
+
+
+def test_rescore_adds_context_bins_only_where_every_committed_number_comes_out_again(
+        speech_corpus, tmp_path):
+    """rescore.py on a run scored before evaluations recorded the word read before: it adds
+    the bins when the new evaluation reproduces the file's numbers exactly, and leaves a file
+    it cannot reproduce (here one number changed) as it was, exit 1."""
+    import os
+    from lmlow.files import to_json
+    from lmlow.rundir import RunDir
+    from lmlow.runs import evaluation
+
+    run = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "train", str(speech_corpus), "--out",
+                        str(run), "--preset", "tiny", "--max-epochs", "1", "--quiet"],
+                       capture_output=True, text=True, env=os.environ)
+    assert r.returncode == 0, r.stderr
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)        # as rescore.py scores a run that names no threads
+    try:
+        scored = {s: evaluation(RunDir(run), s) for s in ("valid", "test")}
+    finally:
+        torch.set_num_threads(threads)
+    for s, e in scored.items():     # as committed before: no context_bins
+        (run / f"eval_best_{s}.json").write_text(json.dumps({k: v for k, v in e.items()
+                                                             if k != "context_bins"}))
+    rescore = ROOT / "experiments/freezing/rescore.py"
+    r = subprocess.run([sys.executable, str(rescore), str(run)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for s, e in scored.items():
+        assert json.loads((run / f"eval_best_{s}.json").read_text()) == json.loads(to_json(e))
+    changed = {k: v for k, v in scored["valid"].items() if k != "context_bins"} | {"perplexity": 300.0}
+    (run / "eval_best_valid.json").write_text(json.dumps(changed))
+    before = (run / "eval_best_valid.json").read_bytes()
+    r = subprocess.run([sys.executable, str(rescore), str(run)], capture_output=True, text=True)
+    assert r.returncode == 1 and "perplexity differ" in r.stdout
+    assert (run / "eval_best_valid.json").read_bytes() == before

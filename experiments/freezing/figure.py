@@ -2,10 +2,12 @@
 """The cost of freezing the pretrained input against the share of training tokens whose
 frozen row is random (no vector), over every converged table committed: one point per seed of
 every frozen/trained pair (claims.freezing_points). Writes freezing-cost.png,
-freezing-by-frequency.png (the paper-recipe pairs' cost by the predicted word's frequency),
-freezing-points.json (the points, so every dot traces to its runs) and freezing-costs.md (the
-same points as one table: each pair's cost seed by seed, and its mean; then where the cost
-falls, by the training frequency of the predicted word). Run from the repo root:
+freezing-by-frequency.png and freezing-by-context.png (the paper-recipe pairs' cost by the
+training frequency of the predicted word, and of the word read before it), freezing-by-epoch.png
+(the validation curves of the pairs that log per-epoch bins), freezing-points.json (the points,
+so every dot traces to its runs) and freezing-costs.md (the same points as one table: each
+pair's cost seed by seed, and its mean; then where the cost falls, by those frequencies and
+at the same epoch). Run from the repo root:
 
     python experiments/freezing/figure.py
 """
@@ -103,14 +105,34 @@ def bin_nats(run: str, root: Path = ROOT) -> tuple[int, dict[str, tuple[int, flo
     return n, out
 
 
-def bin_costs(point: dict, root: Path = ROOT) -> dict[str, dict]:
-    """One pair and seed, bin by bin: the bin's share of the validation tokens (%), how much
+@functools.lru_cache(maxsize=None)
+def context_nats(run: str, root: Path = ROOT) -> tuple[int, dict[str, tuple[int, float]]] | None:
+    """The same split by the training frequency of the word read *before* the target, where
+    the input embeddings act (``context_bins``, `<unk>` in a bin of its own), or None for an
+    evaluation made before evaluations recorded it (``rescore.py`` adds it from a kept
+    best.pt)."""
+    e = json.loads((root / run / "eval_best_valid.json").read_text())
+    if "context_bins" not in e:
+        return None
+    return e["tokens"], {b["bin"]: (b["tokens"], b["tokens"] * math.log(b["perplexity"])
+                                    if b["tokens"] else 0.0) for b in e["context_bins"]}
+
+
+# what a frozen/trained pair's cost is split by: the word predicted, or the word read before it
+SPLITS = {"bins": bin_nats, "context_bins": context_nats}
+
+
+def bin_costs(point: dict, root: Path = ROOT, kind: str = "bins") -> dict[str, dict] | None:
+    """One pair and seed, bin by bin (``kind``: "bins", by the predicted word; "context_bins",
+    by the word read before it): the bin's share of the validation tokens (%), how much
     worse the frozen run predicts its words (its perplexity over them, frozen / trained - 1,
     in %) and what it adds to the cost (frozen minus trained summed nats over all validation
     tokens, in thousandths of a nat a token): the additions sum to 1000 ln(frozen ppl /
-    trained ppl)."""
-    n, frozen = bin_nats(point["frozen_run"], root)
-    m, trained = bin_nats(point["trained_run"], root)
+    trained ppl). None when a run's evaluation lacks that split."""
+    sides = [SPLITS[kind](point[r], root) for r in ("frozen_run", "trained_run")]
+    if None in sides:
+        return None
+    (n, frozen), (m, trained) = sides
     costs = {}
     for name in FREQ_BINS:
         (t, f), (u, g) = frozen[name], trained[name]
@@ -128,15 +150,48 @@ def _mean(xs: list) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def _split_table(pairs: dict[tuple, list[dict]], root: Path, kind: str,
+                 shares: dict[str, dict[str, float]] | None = None) -> list[str]:
+    """One table per optimiser: each pair's cost split into the bins of ``kind``, mean over
+    the pair's seeds that have the split; ``shares`` collects each table's token shares."""
+    lines = []
+    for opt in ("paper recipe", "Adam"):
+        rows = []
+        for key in sorted((k for k in pairs if k[0] == opt),
+                          key=lambda k: (claims.TABLE_NAMES.get(k[1], k[1]), k[2])):
+            per_seed = [c for p in pairs[key] if (c := bin_costs(p, root, kind)) is not None]
+            if not per_seed:
+                continue
+            total = sum(_mean([c[b]["adds"] for c in per_seed]) for b in FREQ_BINS)
+            cells = []
+            for b in FREQ_BINS:
+                worse, adds = _mean([c[b]["worse_pct"] for c in per_seed]), _mean([c[b]["adds"] for c in per_seed])
+                cells.append("-" if worse is None else f"{worse:+.0f}% ({adds:+.1f})")
+            name = claims.TABLE_NAMES.get(key[1], key[1])
+            rows.append(f"| {name} | {key[2]} | {key[3]} | {len(per_seed)} | {total:+.1f} | "
+                        + " | ".join(cells) + " |")
+            if shares is not None:
+                # the bins follow the training text: a grid's groups (datasize's sizes) differ
+                group = key[2].partition(".")[2]
+                shares.setdefault(f"{name} ({group})" if group else name,
+                                  {b: per_seed[0][b]["share_pct"] for b in FREQ_BINS})
+        if rows:
+            lines += [f"### {opt}", "", f"| table | frozen | trained twin | seeds | total | "
+                      f"{' | '.join(FREQ_BINS)} |", "|---|---|---|---|---|" + "---|" * len(FREQ_BINS),
+                      *rows, ""]
+    return lines
+
+
 def frequency_markdown(points: list[dict], root: Path = ROOT) -> str:
     """Where each pair's cost falls, by the training frequency of the predicted word (K=0
-    tables), mean over the pair's seeds; then each table's share of validation tokens by bin."""
+    tables) and, where recorded, of the word read before it, mean over the pair's seeds; how
+    the frozen and trained runs' training length goes with it; each table's share of
+    validation tokens by bin."""
     pairs: dict[tuple, list[dict]] = {}
     for p in points:
         cfg = Config.load(root / p["frozen_run"] / "config.json")
         if cfg.unk_threshold == 0 and cfg.train_fraction == 1:
             pairs.setdefault((p["optimiser"], p["table"], p["frozen"], p["trained"]), []).append(p)
-    bins = " | ".join(FREQ_BINS)
     lines = ["## Where the cost falls: by the predicted word's training frequency", "",
              "Each validation token is put in the bin of the predicted word's count in the LM's "
              "training text (`lmlow eval`'s bins), with `<unk>` (a word outside the vocabulary) "
@@ -151,30 +206,23 @@ def frequency_markdown(points: list[dict], root: Path = ROOT) -> str:
              "texts holds a literal `<unk>` (`grep -c '<unk>'`: 0), so at K=0 `<unk>` is never a "
              "training target and every `<unk>` target is in evaluate's *unseen* bin.", ""]
     shares: dict[str, dict[str, float]] = {}
-    for opt in ("paper recipe", "Adam"):
-        keys = sorted((k for k in pairs if k[0] == opt),
-                      key=lambda k: (claims.TABLE_NAMES.get(k[1], k[1]), k[2]))
-        if not keys:
-            continue
-        lines += [f"### {opt}", "", f"| table | frozen | trained twin | seeds | total | {bins} |",
-                  "|---|---|---|---|---|" + "---|" * len(FREQ_BINS)]
-        for key in keys:
-            per_seed = [bin_costs(p, root) for p in pairs[key]]
-            total = sum(_mean([c[b]["adds"] for c in per_seed]) for b in FREQ_BINS)
-            cells = []
-            for b in FREQ_BINS:
-                worse, adds = _mean([c[b]["worse_pct"] for c in per_seed]), _mean([c[b]["adds"] for c in per_seed])
-                cells.append("-" if worse is None else f"{worse:+.0f}% ({adds:+.1f})")
-            name = claims.TABLE_NAMES.get(key[1], key[1])
-            lines.append(f"| {name} | {key[2]} | {key[3]} | {len(per_seed)} | {total:+.1f} | "
-                         + " | ".join(cells) + " |")
-            # the bins follow the training text: a grid's groups (datasize's sizes) differ
-            group = key[2].partition(".")[2]
-            shares.setdefault(f"{name} ({group})" if group else name,
-                              {b: per_seed[0][b]["share_pct"] for b in FREQ_BINS})
-        lines.append("")
+    lines += _split_table(pairs, root, "bins", shares)
+    lines += ["## By the training frequency of the word read before the target", "",
+              "The same pairs, each validation token now in the bin of the word *read* just "
+              "before it (the first token follows a line end), where the input embeddings act: "
+              "the paper's argument for freezing is that a rare word's pretrained input vector "
+              "serves the prediction that follows it. `<unk>`: the word read is outside the "
+              "vocabulary; *unseen*: it has a row (a vector) but never occurs in the LM's "
+              "training text, so no text trains its input row, frozen or not (in the trained "
+              "run only weight decay shrinks it). "
+              "Only the seeds whose both runs record these bins (`context_bins`: the runs "
+              "finished since evaluations record them, and the earlier ones scored again from "
+              "their kept `best.pt` by `rescore.py`, which checks that every committed number "
+              "comes out the same); the *seeds* column says how many.", ""]
+    lines += _split_table(pairs, root, "context_bins") or ["(no pair has them yet)", ""]
     lines += _training_length(points, root)
-    lines += ["### Validation tokens by bin, %", "", f"| table | {bins} |",
+    lines += _same_epoch(points, root)
+    lines += ["### Validation tokens by bin, %", "", f"| table | {' | '.join(FREQ_BINS)} |",
               "|---|" + "---|" * len(FREQ_BINS)]
     lines += [f"| {name} | " + " | ".join(f"{s[b]:.1f}" for b in FREQ_BINS) + " |"
               for name, s in sorted(shares.items())]
@@ -213,9 +261,111 @@ def _training_length(points: list[dict], root: Path) -> list[str]:
             f"times at r = {np.corrcoef(x, frequent)[0, 1]:.2f}.", ""]
 
 
-def frequency_figure(points: list[dict], out: Path, root: Path = ROOT) -> int:
-    """The paper-recipe pairs' frequency split as lines: how much worse the frozen model
-    predicts each bin's words (mean over seeds), one panel per domain; returns the lines drawn."""
+@functools.lru_cache(maxsize=None)
+def validations(run: str, root: Path = ROOT) -> dict[int, dict] | None:
+    """A run's validations by epoch (metrics.jsonl; a resumed run's repeated epoch: its last
+    row), or None unless every one logs the per-bin perplexity (``valid_bins``, whose
+    *unseen* bin holds `<unk>` too)."""
+    rows = {}
+    for line in (root / run / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if "valid_ppl" in row:
+            rows[row["epoch"]] = row
+    if not rows or any("valid_bins" not in r for r in rows.values()):
+        return None
+    return rows
+
+
+def best_epoch(curve: dict[int, dict]) -> int:
+    return min(curve, key=lambda e: (curve[e]["valid_ppl"], e))
+
+
+def same_epoch(point: dict, root: Path = ROOT) -> dict | None:
+    """A pair and seed compared at the same training length: both runs' validations at the
+    earlier of their two best epochs, against the cost at each one's best; how much worse the
+    frozen run is overall and on the unseen words (`<unk>` included) and the words seen more
+    than 100 times, in %. None unless both runs log ``valid_bins``."""
+    f, t = (validations(point[r], root) for r in ("frozen_run", "trained_run"))
+    if f is None or t is None:
+        return None
+    bf, bt = best_epoch(f), best_epoch(t)
+    e = min(bf, bt)
+
+    def worse(a: dict, b: dict) -> dict[str, float]:
+        out = {"all": 100.0 * (a["valid_ppl"] / b["valid_ppl"] - 1)}
+        out |= {k: 100.0 * (a["valid_bins"][k] / b["valid_bins"][k] - 1) for k in ("unseen", ">100")}
+        return out
+    return {"epochs": (bf, bt), "at": e, "same": worse(f[e], t[e]), "best": worse(f[bf], t[bt])}
+
+
+def _same_epoch(points: list[dict], root: Path) -> list[str]:
+    """The paper-recipe pairs whose runs log per-epoch bins, at the same epoch and at their
+    bests: whether the unseen words' cost is the frozen rows' or the longer training's."""
+    rows = []
+    for p in points:
+        c = same_epoch(p, root) if p["optimiser"] == "paper recipe" else None
+        if c is None:
+            continue
+        cells = " | ".join(f"{c['best'][k]:+.1f}% / {c['same'][k]:+.1f}%" for k in ("all", "unseen", ">100"))
+        rows.append(f"| {claims.TABLE_NAMES.get(p['table'], p['table'])} | {p['frozen']} | "
+                    f"{p['trained']} | {p['seed']} | {c['epochs'][0]} / {c['epochs'][1]} | "
+                    f"{c['at']} | {cells} |")
+    if not rows:
+        return []
+    return ["### At the same epoch (paper recipe)", "",
+            "The pairs whose two runs log the perplexity per bin at every validation "
+            "(`valid_bins` in `metrics.jsonl`: the runs started since it exists). How much "
+            "worse the frozen run predicts, in %: at each run's best epoch (the cost above) / "
+            "with both runs taken at the same epoch, the earlier of the two best epochs. "
+            "*unseen* here holds `<unk>` too (the per-epoch bins do not split it). If the frozen "
+            "run's cost on the unseen words comes from training longer, it shrinks or turns "
+            "at the same epoch; `freezing-by-epoch.png` draws the curves.", "",
+            "| table | frozen | trained twin | seed | best epochs (frozen / twin) | same epoch | "
+            "all words | unseen + `<unk>` | seen >100 times |",
+            "|---|---|---|---|---|---|---|---|---|", *rows, ""]
+
+
+def epoch_figure(points: list[dict], out: Path, root: Path = ROOT) -> int:
+    """The validation curves of the pairs that log per-epoch bins: perplexity overall, on the
+    unseen words (`<unk>` included) and on the words seen more than 100 times, frozen run
+    solid, trained twin dashed, a dot at each best epoch; returns the pairs drawn (none: no
+    file)."""
+    pairs = [p for p in points if p["optimiser"] == "paper recipe" and same_epoch(p, root)]
+    if not pairs:
+        return 0
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    panels = (("overall", lambda r: r["valid_ppl"]), ("unseen words and <unk>", lambda r: r["valid_bins"]["unseen"]),
+              ("words seen more than 100 times", lambda r: r["valid_bins"][">100"]))
+    for i, p in enumerate(pairs):
+        colour = plt.get_cmap("tab10")(i % 10)
+        label = f"{claims.TABLE_NAMES.get(p['table'], p['table'])}: {p['frozen']} vs {p['trained']}, seed {p['seed']}"
+        for run, style in ((p["frozen_run"], "-"), (p["trained_run"], "--")):
+            curve = validations(run, root)
+            epochs = sorted(curve)
+            best = best_epoch(curve)
+            for ax, (_, value) in zip(axes, panels):
+                ax.plot(epochs, [value(curve[e]) for e in epochs], ls=style, lw=1.1, color=colour,
+                        label=label if (ax is axes[0] and style == "-") else None)
+                ax.plot([best], [value(curve[best])], "o", ms=4, color=colour)
+    for ax, (title, _) in zip(axes, panels):
+        ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        ax.set_title(f"validation perplexity, {title}", fontsize=9)
+        ax.grid(alpha=0.3, which="both")
+    axes[0].legend(fontsize=6.5, loc="upper right")
+    fig.suptitle("Frozen input (solid) against its trained twin (dashed), paper recipe; dots: "
+                 "best epochs (the checkpoints the tables report)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return len(pairs)
+
+
+def frequency_figure(points: list[dict], out: Path, root: Path = ROOT, kind: str = "bins") -> int:
+    """The paper-recipe pairs' frequency split (``kind``: by the predicted word, or by the word
+    read before it) as lines: how much worse the frozen model predicts each bin's tokens (mean
+    over the seeds that have the split), one panel per domain; returns the lines drawn."""
     pairs: dict[tuple, list[dict]] = {}
     for p in points:
         if p["optimiser"] == "paper recipe":
@@ -228,7 +378,9 @@ def frequency_figure(points: list[dict], out: Path, root: Path = ROOT) -> int:
         labels = {k: v.replace(domain + ", ", "").replace(", paper recipe", "").replace(
             "paper recipe", "old vectors") for k, v in labels.items() if v.startswith(domain)}
         for key in sorted(labels, key=lambda k: (TABLE_ORDER.index(labels[k]), k[1])):
-            per_seed = [bin_costs(p, root) for p in pairs[key]]
+            per_seed = [c for p in pairs[key] if (c := bin_costs(p, root, kind)) is not None]
+            if not per_seed:
+                continue
             ys = [_mean([c[b]["worse_pct"] for c in per_seed]) for b in FREQ_BINS]
             name = labels[key]
             ax.plot(range(len(FREQ_BINS)), ys, marker="o", ms=3, lw=1.2,
@@ -238,13 +390,19 @@ def frequency_figure(points: list[dict], out: Path, root: Path = ROOT) -> int:
             drawn += 1
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xticks(range(len(FREQ_BINS)), FREQ_BINS)
-        ax.set_xlabel("training count of the predicted word")
+        ax.set_xlabel("training count of the " + ("predicted word" if kind == "bins" else
+                                                   "word read before the predicted one"))
         ax.set_title(domain, fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6.5, loc="upper right")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6.5, loc="upper right")
+    if not drawn:
+        plt.close(fig)
+        return 0
     axes[0].set_ylabel("frozen / trained twin - 1, perplexity on the bin's tokens, %")
     fig.suptitle("Where freezing the input costs (paper recipe, mean over seeds): above 0 the "
-                 "frozen model predicts those words worse", fontsize=9)
+                 "frozen model predicts " + ("those words" if kind == "bins" else
+                                             "the words after those") + " worse", fontsize=9)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -291,6 +449,10 @@ def main() -> int:
     print(f"{len(points)} points from {len(tables)} tables: {HERE / 'freezing-cost.png'}")
     n = frequency_figure(points, HERE / "freezing-by-frequency.png")
     print(f"{n} pairs by frequency: {HERE / 'freezing-by-frequency.png'}")
+    n = frequency_figure(points, HERE / "freezing-by-context.png", kind="context_bins")
+    print(f"{n} pairs by the word read before: {HERE / 'freezing-by-context.png'}")
+    n = epoch_figure(points, HERE / "freezing-by-epoch.png")
+    print(f"{n} pairs by epoch: {HERE / 'freezing-by-epoch.png'}")
     return 0
 
 
