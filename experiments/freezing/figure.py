@@ -394,8 +394,8 @@ def frequency_figure(points: list[dict], out: Path, root: Path = ROOT, kind: str
                                                    "word read before the predicted one"))
         ax.set_title(domain, fontsize=9)
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=6.5, loc="upper right")
+        if ax.get_legend_handles_labels()[0]:     # where the lines are not
+            ax.legend(fontsize=6.5, loc="upper right" if kind == "bins" else "lower right")
     if not drawn:
         plt.close(fig)
         return 0
