@@ -149,14 +149,24 @@ def cmd_eval(args) -> None:
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     ev = run.evaluate(opts.split, args.corpus, reset_lines=opts.reset_lines)
     extra = {"interpolate": str(opts.interpolate), "weight": run.weight} if opts.interpolate else {}
-    _print(ev.text(name, run.lines_independent(opts.reset_lines)) if not args.json else "",
-           args.json, ev.to_dict() | extra, indent=None)
+    mapped = (run.a if opts.interpolate else run).mapped_inputs if opts.map_unseen_inputs else None
+    if mapped:
+        from dataclasses import asdict
+
+        extra["mapped_inputs"] = asdict(mapped)
+    head = f"{args.run_dir}: {mapped.text()}\n" if mapped else ""
+    text = "" if args.json else head + ev.text(name, run.lines_independent(opts.reset_lines))
+    _print(text, args.json, ev.to_dict() | extra, indent=None)
 
 
 def cmd_score(args) -> None:
     from lmlow.runs import load
 
-    for record in load(args.run_dir, args.checkpoint, args.device).score_file(args.file):
+    run = load(args.run_dir, args.checkpoint, args.device,
+               map_unseen_inputs=args.map_unseen_inputs)
+    if args.map_unseen_inputs:
+        print(f"lmlow: {args.run_dir}: {run.mapped_inputs.text()}", file=sys.stderr)
+    for record in run.score_file(args.file):
         print(json.dumps(record))
 
 

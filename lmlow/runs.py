@@ -17,18 +17,21 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
 from lmlow.files import atomic_write_json, read_json
+from lmlow.input_map import HELP as MAP_HELP, map_unseen_inputs as map_unseen_inputs_of
 from lmlow.rundir import LSTM, NGRAM, RunDir
 
 
 class LSTMRun(Scorer):
     """A trained (or initialised) AWD-LSTM run. LSTM-only options: the checkpoint, the device,
     the evaluation batch size (default: the run's; results do not depend on it beyond float
-    rounding) and the output-bias scale lambda of Kobayashi et al. (1: the trained model)."""
+    rounding), the output-bias scale lambda of Kobayashi et al. (1: the trained model) and
+    ``map_unseen_inputs`` (lmlow.input_map; what it did: ``mapped_inputs``)."""
 
     carries_state = True
 
     def __init__(self, run_dir: Path, checkpoint: str | None = None, device: str = "auto",
-                 batch_size: int | None = None, bias_scale: float = 1.0):
+                 batch_size: int | None = None, bias_scale: float = 1.0,
+                 map_unseen_inputs: bool = False):
         self.run = RunDir(run_dir).require(LSTM)
         self.run_dir = self.run.path
         self.checkpoint = checkpoint or self.run.default_checkpoint()
@@ -44,6 +47,9 @@ class LSTMRun(Scorer):
         self.unk_threshold = self.config.unk_threshold
         self.batch_size = batch_size or self.config.eval_batch_size
         self.bias_scale = bias_scale
+        self.mapped_inputs = (map_unseen_inputs_of(self.model, self.config, self.vocab.words,
+                                                   self.vocab.count_array(), str(self.run_dir))
+                              if map_unseen_inputs else None)
 
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
         return lstm_logprobs(self.model, ids, self.vocab.eos_id, self.batch_size,
@@ -85,13 +91,14 @@ class InterpolatedRun(Scorer):
 def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **lstm_options) -> Scorer:
     """Open a run folder as a scorer. ``checkpoint`` (default: best, or last for a run stopped
     before its first validation), ``device`` and ``lstm_options`` (``batch_size``,
-    ``bias_scale``) apply to LSTM runs; an n-gram run refuses a checkpoint or LSTM option."""
+    ``bias_scale``, ``map_unseen_inputs``) apply to LSTM runs; an n-gram run refuses a
+    checkpoint or LSTM option."""
     run = RunDir(run_dir).require()
     if run.kind == NGRAM:
         from lmlow.ngram_run import NgramRun
 
         given = [k for k, v in {"checkpoint": checkpoint, **lstm_options}.items()
-                 if v is not None and not (k == "bias_scale" and v == 1.0)]
+                 if v is not None and v is not False and not (k == "bias_scale" and v == 1.0)]
         if given:
             raise LmlowError(f"{run}: an n-gram run; --{given[0].replace('_', '-')} applies to "
                              "LSTM runs only")
@@ -137,6 +144,7 @@ class EvalOptions:
                                        "+ (1 - w) p_2", parse=Path, metavar="RUN_DIR2")
     weight: float | None = setting(None, "with --interpolate: the weight w of RUN_DIR (none: "
                                    "tuned by EM on the validation split)", metavar="W")
+    map_unseen_inputs: bool = setting(False, MAP_HELP, switch=True)
     RANGES: typing.ClassVar[dict] = {"batch_size": "[1, inf)", "weight": "[0, 1]"}
     CHOICES: typing.ClassVar[dict] = {"split": SPLITS}
 
@@ -148,7 +156,8 @@ def open_scorer(run_dir: Path, checkpoint: str | None = None, device: str = "aut
     check_values(opts)
     if opts.weight is not None and not opts.interpolate:
         raise LmlowError("--weight needs --interpolate RUN_DIR2")
-    run = load(run_dir, checkpoint, device, batch_size=opts.batch_size)
+    run = load(run_dir, checkpoint, device, batch_size=opts.batch_size,
+               map_unseen_inputs=opts.map_unseen_inputs)
     if not opts.interpolate:
         return run, str(run_dir)
     mixed = InterpolatedRun(run, load(opts.interpolate, device=device), opts.weight,

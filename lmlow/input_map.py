@@ -1,0 +1,123 @@
+"""Map the input rows of the words a run never read into the space its training moved the
+other rows to (``lmlow eval/score --map-unseen-inputs``; experiments/freezing/mapped-rows.md).
+
+A word that has a vector but never occurs in the LM's training text keeps its initial vector
+in a model whose input rows train (no text trains it; weight decay only shrinks it), while
+every row it should sit among has moved: the LSTM reads it in a space it no longer uses. A
+frozen input avoids that, at a cost on the frequent words. This keeps the trained rows and
+moves only the unread ones: a least-squares affine map from initial to trained rows, fitted
+on the words read at least FIT_MIN times, applied to the vectors of the words read 0 times.
+Nothing is trained again; the model file is not changed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from lmlow.config import Config
+from lmlow.errors import LmlowError
+from lmlow.model import pretrained_matrix
+
+FIT_MIN = 6     # fitted on words read this often or more: their rows have moved with the text
+HELP = ("untied LSTM runs whose input rows trained from --init glove vectors: move the rows "
+        "of the words that have a vector but never occur in the training text (no text trained "
+        "them) into the trained space, by a linear map fitted on the words read >= "
+        f"{FIT_MIN} times; nothing is retrained (experiments/freezing/mapped-rows.md)")
+
+
+@dataclass
+class MappedInputs:
+    """What ``map_unseen_inputs`` did: rows replaced, words the map was fitted on, and the
+    share of the fitted rows' variance the map explains (R^2)."""
+    rows: int
+    fit_words: int
+    r2: float
+
+    def text(self) -> str:
+        return (f"input rows of {self.rows} words never read in training mapped into the "
+                f"trained space (linear map fitted on {self.fit_words} words read >= {FIT_MIN} "
+                f"times, R^2 {self.r2:.3f})")
+
+
+def affine_map(initial: torch.Tensor, trained: torch.Tensor) -> torch.Tensor:
+    """The least-squares affine map (a (dim+1) x dim matrix, bias in its last row) taking
+    the rows of ``initial`` to those of ``trained``, in float64."""
+    x = torch.cat([initial.double(), torch.ones(len(initial), 1, dtype=torch.float64)], 1)
+    return torch.linalg.lstsq(x, trained.double()).solution
+
+
+def apply_map(w: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    return torch.cat([rows.double(), torch.ones(len(rows), 1, dtype=torch.float64)], 1) @ w
+
+
+def mappable(cfg: Config, where: str) -> None:
+    """Refuse, in one line, a run the map does not apply to: its input rows must have been
+    initialised from vectors and trained, in an untied model."""
+    if not cfg.pretrained_input or not cfg.embeddings:
+        raise LmlowError(f"{where}: --map-unseen-inputs needs a run whose input rows were "
+                         "initialised from vectors (--init glove)")
+    if cfg.tie:
+        raise LmlowError(f"{where}: --map-unseen-inputs applies to untied runs (--tie no): in a "
+                         "tied model the unread words' rows are trained as output rows")
+    if cfg.freeze_input:
+        raise LmlowError(f"{where}: --map-unseen-inputs: the input rows were frozen, so the "
+                         "unread words already sit among the vectors the model reads")
+
+
+SAME = 0.99    # cosine of the unread rows with the file's vectors, at least
+
+
+def _check_same_vectors(initial: torch.Tensor, trained: torch.Tensor, path: Path) -> None:
+    """The unread words' rows must still be the file's vectors, up to the shrinking of weight
+    decay (SGD's and AdamW's keep their direction; the freezing runs: cosine 1.0000; without
+    decay they are the vectors): a file changed since the run was initialised would map other
+    vectors, a silently wrong model."""
+    if not len(initial):
+        return
+    a, b = initial.flatten().double(), trained.flatten().double()
+    cosine = float(a @ b / (a.norm() * b.norm()))
+    if not cosine >= SAME:         # NaN (rows of zeros) too
+        raise LmlowError(f"{path}: the run's input rows of its unread words are not these "
+                         f"vectors (cosine {cosine:.3f}); was the file changed since the run "
+                         "was initialised from it?")
+
+
+def map_unseen_inputs(model: torch.nn.Module, cfg: Config, words: list[str], counts: np.ndarray,
+                      where: str) -> MappedInputs:
+    """Replace, in ``model`` (in place), the input rows of the words with a vector and a
+    training count of 0 by their vectors mapped into the trained space (module docstring).
+    ``counts`` are the run's training counts, aligned with ``words``."""
+    mappable(cfg, where)
+    path = Path(cfg.embeddings)
+    if not path.exists():
+        raise LmlowError(f"{path}: the run's --embeddings file is not there; "
+                         "--map-unseen-inputs needs the vectors it was initialised from")
+    from lmlow.embeddings import load_vectors    # gensim: only when the map is asked for
+
+    kv = load_vectors(path, cfg.allow_pickle)
+    initial, found = pretrained_matrix(words, kv, torch.Generator().manual_seed(0))
+    weight = model.encoder.weight
+    if initial.shape[1] != weight.shape[1]:
+        raise LmlowError(f"{path}: {initial.shape[1]}-d vectors, but the run's input rows are "
+                         f"{weight.shape[1]}-d")
+    trained = weight.detach().float().cpu()
+    rows = torch.from_numpy(found & (counts == 0))
+    if not (cfg.optimizer == "adam" and cfg.wdecay > 0):
+        # Adam's L2 decay moves every coordinate by about lr a step whatever its size: the
+        # unread rows lose their direction (cosine ~0 in a test run), so nothing to check
+        _check_same_vectors(initial[rows], trained[rows], path)
+    fit = torch.from_numpy(found & (counts >= FIT_MIN))
+    if int(fit.sum()) < 2 * (initial.shape[1] + 1):
+        raise LmlowError(f"{where}: only {int(fit.sum())} words with a vector were read at "
+                         f"least {FIT_MIN} times; too few to fit a map of {initial.shape[1]}-d "
+                         "vectors")
+    w = affine_map(initial[fit], trained[fit])
+    residual = trained[fit].double() - apply_map(w, initial[fit])
+    spread = trained[fit].double() - trained[fit].double().mean(0)
+    r2 = 1.0 - float(residual.pow(2).sum() / spread.pow(2).sum())
+    with torch.no_grad():
+        weight[rows.to(weight.device)] = apply_map(w, initial[rows]).to(weight.dtype).to(weight.device)
+    return MappedInputs(rows=int(rows.sum()), fit_words=int(fit.sum()), r2=r2)

@@ -1,0 +1,131 @@
+"""--map-unseen-inputs (lmlow/input_map.py): the fitted map against a known affine map, the
+rows it touches and the ones it must leave alone, and the command line end to end on a real
+(tiny) untied run with vectors for words its training text lacks."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import lmlow
+from lmlow.config import Config
+from lmlow.errors import LmlowError
+from lmlow.input_map import FIT_MIN, affine_map, apply_map, map_unseen_inputs
+
+
+def test_the_fit_recovers_a_known_affine_map():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(40, 5, generator=g, dtype=torch.float64)
+    a, b = torch.randn(5, 3, generator=g, dtype=torch.float64), torch.randn(3, generator=g, dtype=torch.float64)
+    w = affine_map(x, x @ a + b)
+    new = torch.randn(7, 5, generator=g, dtype=torch.float64)
+    assert torch.allclose(apply_map(w, new), new @ a + b, atol=1e-10)
+
+
+class _Model(torch.nn.Module):
+    def __init__(self, rows: torch.Tensor):
+        super().__init__()
+        self.encoder = torch.nn.Embedding(*rows.shape)
+        with torch.no_grad():
+            self.encoder.weight.copy_(rows)
+
+
+def test_only_the_unread_words_with_a_vector_move_and_land_where_the_map_puts_them(tmp_path):
+    """30 words read >= FIT_MIN times whose trained rows are an affine image of their vectors,
+    2 read 3 times, 3 never read (with a vector), 1 never read without a vector: the 3 get
+    exactly the affine image of their vectors, every other row stays bitwise."""
+    g = torch.Generator().manual_seed(1)
+    dim = 4
+    a, b = torch.randn(dim, dim, generator=g), torch.randn(dim, generator=g)
+    words = [f"w{i}" for i in range(36)]
+    counts = np.array([FIT_MIN + i for i in range(30)] + [3, 3, 0, 0, 0, 0])
+    vec = torch.randn(35, dim, generator=g)            # w35 has no vector
+    (tmp_path / "v.txt").write_text("".join(
+        f"{w} " + " ".join(f"{v:.6f}" for v in row.tolist()) + "\n" for w, row in zip(words, vec)))
+    vec = torch.tensor(np.loadtxt(tmp_path / "v.txt", usecols=range(1, dim + 1)), dtype=torch.float32)
+    trained = torch.randn(36, dim, generator=g)
+    trained[:30] = vec[:30] @ a + b
+    trained[32:35] = 0.9 * vec[32:35]              # unread: the vectors, shrunk by weight decay
+    model = _Model(trained)
+    cfg = Config(tie=False, init=("glove",), embeddings=str(tmp_path / "v.txt"))
+    got = map_unseen_inputs(model, cfg, words, counts, "run")
+    after = model.encoder.weight.detach()
+    assert (got.rows, got.fit_words) == (3, 30) and got.r2 == pytest.approx(1.0, abs=1e-9)
+    assert torch.allclose(after[32:35], vec[32:35] @ a + b, atol=1e-4)
+    assert torch.equal(after[:32], trained[:32]) and torch.equal(after[35], trained[35])
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(tie=True, init=("glove",), embeddings="v.txt"), "untied runs"),
+    (dict(tie=False, init=("random",), embeddings="v.txt"), "initialised from vectors"),
+    (dict(tie=False, init=("glove",), embeddings="v.txt", freeze_input=True), "were frozen"),
+    (dict(tie=False, init=("glove",), embeddings="nowhere.txt"), "nowhere.txt: the run's --embeddings"),
+    (dict(tie=False, init=("glove",), embeddings="v.txt"), "v.txt: the run's input rows of its unread "
+     r"words are not these vectors \(cosine -1.000\)"),
+])
+def test_runs_it_does_not_apply_to_are_refused_in_one_line(settings, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "v.txt").write_text("a 0.1 0.2\nb 0.2 0.1\n")
+    with pytest.raises(LmlowError, match=message):
+        map_unseen_inputs(_Model(torch.tensor([[-0.1, -0.2], [0.0, 0.0]])), Config(**settings), ["a", "b"],
+                          np.array([0, 9]), "run")
+
+
+def test_rows_that_adam_decay_has_worn_away_are_mapped_without_the_check(tmp_path):
+    """Adam with L2 decay moves unread rows off their vectors' direction, so the same-vectors
+    check cannot apply there: those rows are mapped; with SGD the same rows are refused."""
+    vec = [[0.5, -1.0], [1.0, 0.25], [-0.5, 0.5], [2.0, 1.0], [-1.0, -0.5], [0.25, 2.0],
+           [1.5, -0.75], [0.5, 0.25]]
+    (tmp_path / "v.txt").write_text("".join(f"w{i} {a} {b}\n" for i, (a, b) in enumerate(vec)))
+    counts = np.array([FIT_MIN] * 7 + [0])
+    rows = 2.0 * torch.tensor(vec)                           # the map: twice the vector
+    rows[7] = torch.tensor([0.001, -0.002])                  # worn away by Adam's decay
+    words = [f"w{i}" for i in range(8)]
+    adam = Config(tie=False, init=("glove",), embeddings=str(tmp_path / "v.txt"), optimizer="adam", wdecay=1e-6)
+    model = _Model(rows)
+    assert map_unseen_inputs(model, adam, words, counts, "run").rows == 1
+    assert torch.allclose(model.encoder.weight[7].detach(), torch.tensor([1.0, 0.5]), atol=1e-5)
+    sgd = Config(tie=False, init=("glove",), embeddings=str(tmp_path / "v.txt"), optimizer="sgd")
+    with pytest.raises(LmlowError, match="not these vectors"):
+        map_unseen_inputs(_Model(rows), sgd, words, counts, "run")
+
+
+def test_eval_and_score_with_the_map_on_a_real_run(speech_corpus, vectors, tmp_path):
+    """A tiny untied run whose vectors also hold 5 words of the test split that its training
+    text lacks: eval maps exactly the rows of the vector words it never read and changes the
+    perplexity; score gives the
+    same numbers as without the map for a sentence of words it read, and different ones
+    after an unread word."""
+    train_words = set((speech_corpus / "train.txt").read_text().split())
+    extra = [w for w in dict.fromkeys((speech_corpus / "test.txt").read_text().split())
+             if w not in train_words][:5]
+    assert len(extra) == 5
+    lines = vectors.read_text().splitlines()
+    vec = tmp_path / "v.txt"           # an extra word's vector: a known word's, shifted
+    vec.write_text("\n".join(lines + [w + " " + " ".join(f"{float(x) + 0.01 * i:.5f}" for x in
+                                      lines[i].split()[1:]) for i, w in enumerate(extra)]) + "\n")
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    r = lmlow("train", speech_corpus, "--out", run, "--preset", "tiny", "--tie", "no", "--init",
+              "glove", "--embeddings", vec, "--extend-vocab", "--max-epochs", "2", "--threads", "1",
+              cache=cache)
+    assert r.returncode == 0, r.stderr
+    plain = json.loads(lmlow("eval", run, "--split", "test", "--json", cache=cache, check=True).stdout)
+    mapped = json.loads(lmlow("eval", run, "--split", "test", "--json", "--map-unseen-inputs",
+                              cache=cache, check=True).stdout)
+    # the words with a vector that the training text never has (<eos> ends every line; the
+    # fixture's vectors also hold <unk>, which a K=0 run never reads)
+    unread = {line.split()[0] for line in vec.read_text().splitlines()} - train_words - {"<eos>"}
+    assert set(extra) <= unread and len(unread) <= 6
+    assert mapped["mapped_inputs"]["rows"] == len(unread) and mapped["tokens"] == plain["tokens"]
+    assert mapped["perplexity"] != plain["perplexity"]
+    text = lmlow("eval", run, "--map-unseen-inputs", cache=cache, check=True).stdout
+    assert f"input rows of {len(unread)} words never read in training mapped" in text.splitlines()[0]
+    seen = [w for w in (speech_corpus / "train.txt").read_text().split()[:6]]
+    f = tmp_path / "s.txt"
+    f.write_text(" ".join(seen) + "\n" + f"{seen[0]} {extra[0]} {seen[1]}\n")
+    a = [json.loads(x) for x in lmlow("score", run, f, cache=cache, check=True).stdout.splitlines()]
+    r = lmlow("score", run, f, "--map-unseen-inputs", cache=cache, check=True)
+    b = [json.loads(x) for x in r.stdout.splitlines()]
+    assert "mapped into the trained space" in r.stderr
+    assert a[0] == b[0]
+    assert a[1]["log10prob"][:2] == b[1]["log10prob"][:2] and a[1]["log10prob"][2] != b[1]["log10prob"][2]
