@@ -5,7 +5,8 @@
 # K=0 with the vocabulary extended by the vectors' words (the paper's rare-word setting), the
 # paper's recipe at Merity et al.'s PTB batch (80 x 70: PTB is this size), converged by the
 # protocol's NT-ASGD rule; standard, standard+pretraining, ours-unfrozen, ours and ours with
-# only its vector rows frozen; seeds 1 then 2; a KenLM 5-gram on the same tokens.
+# only its vector rows frozen; seeds 1 then 2; a KenLM 5-gram on the same tokens; and
+# ours-unfrozen scored with --map-unseen-inputs (eval_mapped_*.json in its run folder).
 # DIM and HIDDEN choose the model (default 100-d vectors, 2 x 256: what one CPU core can train;
 # the paper has 400 and 3 x 1150). The same command resumes. Run from the repo root.
 set -euo pipefail
@@ -30,4 +31,13 @@ for seeds in $groups; do
       --out $E/sweep.${DIM}d --preset paper --emb-size $DIM --hidden-size $HIDDEN --layers 2 \
       "${PAPER_CONVERGE[@]}"
   $LM report $E/sweep.${DIM}d --baseline $E/kenlm5.${DIM}d
+  # --map-unseen-inputs on the trained-input model, while its best.pt is here (model files do
+  # not come back from a GPU machine, nor go into git): experiments/freezing/mapped-rows.md
+  for r in $E/sweep.${DIM}d/ours-unfrozen.seed*; do
+    [ -f $r/summary.json ] || continue
+    for split in valid test; do
+      [ -f $r/eval_mapped_$split.json ] || { $LM eval $r --split $split --map-unseen-inputs \
+          --json > $r/eval_mapped_$split.json.tmp && mv $r/eval_mapped_$split.json.tmp $r/eval_mapped_$split.json; }
+    done
+  done
 done
