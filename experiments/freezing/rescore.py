@@ -56,7 +56,8 @@ def rescore(run: Path) -> str | None:
         differ = [k for k in old if k != "checkpoint_mtime" and to_json(old[k]) != to_json(new.get(k))]
         if differ:
             return f"{path}: scored again, {', '.join(differ)} differ from the committed file"
-        atomic_write_json(path, new | {"checkpoint_mtime": old["checkpoint_mtime"]})
+        stamp = {k: old[k] for k in ("checkpoint_mtime",) if k in old}   # the cache's key
+        atomic_write_json(path, new | stamp)
     return None
 
 
