@@ -85,39 +85,54 @@ def _check_same_vectors(initial: torch.Tensor, trained: torch.Tensor, path: Path
                          "was initialised from it?")
 
 
-def map_unseen_inputs(model: torch.nn.Module, cfg: Config, words: list[str], counts: np.ndarray,
-                      where: str) -> MappedInputs:
-    """Replace, in ``model`` (in place), the input rows of the words with a vector and a
-    training count of 0 by their vectors mapped into the trained space (module docstring).
-    ``counts`` are the run's training counts, aligned with ``words``."""
-    mappable(cfg, where)
+def run_vectors(cfg: Config, words: list[str]) -> tuple[torch.Tensor, np.ndarray]:
+    """The run's vectors aligned with ``words`` and the mask of the words that have one
+    (other rows are filler), from the --embeddings file it was initialised from."""
     path = Path(cfg.embeddings)
     if not path.exists():
         raise LmlowError(f"{path}: the run's --embeddings file is not there; "
                          "--map-unseen-inputs needs the vectors it was initialised from")
     from lmlow.embeddings import load_vectors    # gensim: only when the map is asked for
 
-    kv = load_vectors(path, cfg.allow_pickle)
-    initial, found = pretrained_matrix(words, kv, torch.Generator().manual_seed(0))
+    return pretrained_matrix(words, load_vectors(path, cfg.allow_pickle),
+                             torch.Generator().manual_seed(0))
+
+
+def map_rows(weight: torch.Tensor, vectors: torch.Tensor, found: np.ndarray, counts: np.ndarray,
+             where: str) -> MappedInputs:
+    """Replace, in ``weight`` (in place), the rows of the words with a vector and a training
+    count of 0 by their vectors through the least-squares affine map vector -> row of the
+    words with a vector read at least FIT_MIN times."""
+    trained = weight.detach().float().cpu().double()
+    rows, fit = (torch.from_numpy(found & m) for m in (counts == 0, counts >= FIT_MIN))
+    if int(fit.sum()) < 2 * (vectors.shape[1] + 1):
+        raise LmlowError(f"{where}: only {int(fit.sum())} words with a vector were read at "
+                         f"least {FIT_MIN} times; too few to fit a map of {vectors.shape[1]}-d "
+                         "vectors")
+    w = affine_map(vectors[fit], trained[fit])
+    residual = trained[fit] - apply_map(w, vectors[fit])
+    spread = trained[fit] - trained[fit].mean(0)
+    r2 = 1.0 - float(residual.pow(2).sum() / spread.pow(2).sum())
+    with torch.no_grad():
+        weight[rows.to(weight.device)] = apply_map(w, vectors[rows]).to(weight.dtype).to(weight.device)
+    return MappedInputs(rows=int(rows.sum()), fit_words=int(fit.sum()), r2=r2)
+
+
+def map_unseen_inputs(model: torch.nn.Module, cfg: Config, words: list[str], counts: np.ndarray,
+                      where: str) -> MappedInputs:
+    """Replace, in ``model`` (in place), the input rows of the words with a vector and a
+    training count of 0 by their vectors mapped into the trained space (module docstring).
+    ``counts`` are the run's training counts, aligned with ``words``."""
+    mappable(cfg, where)
+    initial, found = run_vectors(cfg, words)
     weight = model.encoder.weight
     if initial.shape[1] != weight.shape[1]:
-        raise LmlowError(f"{path}: {initial.shape[1]}-d vectors, but the run's input rows are "
-                         f"{weight.shape[1]}-d")
-    trained = weight.detach().float().cpu()
-    rows = torch.from_numpy(found & (counts == 0))
+        raise LmlowError(f"{cfg.embeddings}: {initial.shape[1]}-d vectors, but the run's input "
+                         f"rows are {weight.shape[1]}-d")
     if not (cfg.optimizer == "adam" and cfg.wdecay > 0):
         # Adam's L2 decay moves every coordinate by about lr a step whatever its size: the
         # unread rows lose their direction (cosine ~0 in a test run), so nothing to check
-        _check_same_vectors(initial[rows], trained[rows], path)
-    fit = torch.from_numpy(found & (counts >= FIT_MIN))
-    if int(fit.sum()) < 2 * (initial.shape[1] + 1):
-        raise LmlowError(f"{where}: only {int(fit.sum())} words with a vector were read at "
-                         f"least {FIT_MIN} times; too few to fit a map of {initial.shape[1]}-d "
-                         "vectors")
-    w = affine_map(initial[fit], trained[fit])
-    residual = trained[fit].double() - apply_map(w, initial[fit])
-    spread = trained[fit].double() - trained[fit].double().mean(0)
-    r2 = 1.0 - float(residual.pow(2).sum() / spread.pow(2).sum())
-    with torch.no_grad():
-        weight[rows.to(weight.device)] = apply_map(w, initial[rows]).to(weight.dtype).to(weight.device)
-    return MappedInputs(rows=int(rows.sum()), fit_words=int(fit.sum()), r2=r2)
+        unread = torch.from_numpy(found & (counts == 0))
+        _check_same_vectors(initial[unread], weight.detach().float().cpu()[unread],
+                            Path(cfg.embeddings))
+    return map_rows(weight, initial, found, counts, where)

@@ -630,9 +630,10 @@ def test_freezing_cost_by_the_word_read_before_adds_up_to_each_pairs_cost():
 
 
 def _metrics(folder: Path, rows: list[tuple[int, float, float, float]]) -> None:
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True)      # an epoch's update count: 10 a epoch
     (folder / "metrics.jsonl").write_text("".join(
-        json.dumps({"epoch": e, "valid_ppl": ppl, "valid_bins": {"unseen": unseen, ">100": freq}})
+        json.dumps({"epoch": e, "step": 10 * e, "valid_loss": math.log(ppl), "valid_ppl": ppl,
+                    "valid_bins": {"unseen": unseen, ">100": freq}})
         + "\n" for e, ppl, unseen, freq in rows))
 
 
@@ -651,7 +652,8 @@ def test_same_epoch_compares_both_runs_at_the_earlier_best_epoch(tmp_path):
     assert got["best"] == pytest.approx({"all": 100 * (200 / 190 - 1), "unseen": 100 * (1400 / 1200 - 1),
                                          ">100": 100 * (38 / 36 - 1)})
     (tmp_path / "o").mkdir()
-    (tmp_path / "o" / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "valid_ppl": 9.0}) + "\n")
+    (tmp_path / "o" / "metrics.jsonl").write_text(json.dumps(
+        {"epoch": 1, "step": 10, "valid_loss": math.log(9.0), "valid_ppl": 9.0}) + "\n")
     assert figure.same_epoch({"frozen_run": "f", "trained_run": "o"}, tmp_path) is None
 
 

@@ -32,6 +32,7 @@ from lmlow.config import Config  # noqa: E402
 from lmlow.evaluate import BINS  # noqa: E402
 from lmlow.files import atomic_write_json, atomic_write_text  # noqa: E402
 from lmlow.plots import pyplot  # noqa: E402
+from lmlow.rundir import RunDir  # noqa: E402
 
 
 SEEDS = (1, 2, 3)
@@ -263,14 +264,10 @@ def _training_length(points: list[dict], root: Path) -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def validations(run: str, root: Path = ROOT) -> dict[int, dict] | None:
-    """A run's validations by epoch (metrics.jsonl; a resumed run's repeated epoch: its last
-    row), or None unless every one logs the per-bin perplexity (``valid_bins``, whose
+    """A run's validations by epoch (RunDir.learning_curve: a resumed run's repeated update
+    counts once, its last row; within an epoch, the last validation), or None unless every one logs the per-bin perplexity (``valid_bins``, whose
     *unseen* bin holds `<unk>` too)."""
-    rows = {}
-    for line in (root / run / "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        if "valid_ppl" in row:
-            rows[row["epoch"]] = row
+    rows = {r["epoch"]: r for r in RunDir(root / run).learning_curve()}
     if not rows or any("valid_bins" not in r for r in rows.values()):
         return None
     return rows

@@ -43,20 +43,12 @@ def pairs() -> list[tuple[Path, int]]:
 def map_unseen_outputs(run) -> None:
     """A lead, not a flag yet: the same map on the output side. The output rows of the words
     never seen as targets (count 0, `<unk>` among them at K=0) are only ever pushed down in
-    training; give them their vectors mapped by a least-squares affine map fitted on the
-    output rows of the words read at least FIT_MIN times (the bias stays as trained)."""
-    from lmlow.embeddings import load_vectors
-    from lmlow.input_map import FIT_MIN, affine_map, apply_map
-    from lmlow.model import pretrained_matrix
+    training; give them their vectors mapped by the map fitted on the output rows of the
+    words read at least 6 times (lmlow.input_map.map_rows; the bias stays as trained)."""
+    from lmlow.input_map import map_rows, run_vectors
 
-    vectors, found = pretrained_matrix(run.vocab.words, load_vectors(run.config.embeddings),
-                                       torch.Generator().manual_seed(0))
-    counts = run.vocab.count_array()
-    fit, rows = (torch.from_numpy(found & m) for m in (counts >= FIT_MIN, counts == 0))
-    weight = run.model.decoder.weight
-    w = affine_map(vectors[fit], weight.detach()[fit])
-    with torch.no_grad():
-        weight[rows] = apply_map(w, vectors[rows]).to(weight.dtype)
+    vectors, found = run_vectors(run.config, run.vocab.words)
+    map_rows(run.model.decoder.weight, vectors, found, run.vocab.count_array(), str(run.run_dir))
 
 
 def after_unseen(ev) -> float:

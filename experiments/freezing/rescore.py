@@ -36,16 +36,13 @@ def stale(run: Path) -> list[str]:
             and "context_bins" not in read_json(run / f"eval_best_{s}.json")]
 
 
-def rescore(run: Path) -> str | None:
-    """Score a run again on its stale splits and write the evaluations that reproduce the
+def rescore(run: Path, splits: list[str]) -> str | None:
+    """Score a run again on its stale ``splits`` and write the evaluations that reproduce the
     committed ones; returns None, or why a split's file was left as it was."""
     import torch
 
     from lmlow.runs import load
 
-    splits = stale(run)
-    if not splits:
-        return None
     torch.set_num_threads(Config.load(run / "config.json").threads or 1)
     scorer = load(run, checkpoint="best")
     for split in splits:
@@ -64,10 +61,10 @@ def rescore(run: Path) -> str | None:
 def main(argv: list[str]) -> int:
     runs = ([Path(a) for a in argv] if argv else
             sorted(p.parent for p in Path("experiments/freezing").glob("*/*/*/summary.json")))
-    todo = [r for r in runs if stale(r)]
+    todo = [(r, splits) for r in runs if (splits := stale(r))]
     failed = 0
-    for i, run in enumerate(todo, 1):
-        why = rescore(run)
+    for i, (run, splits) in enumerate(todo, 1):
+        why = rescore(run, splits)
         print(f"[{i}/{len(todo)}] {run}: " + ("context bins added" if why is None else why),
               flush=True)
         failed += why is not None
