@@ -648,9 +648,11 @@ def recommendation(root: Path = ROOT) -> dict:
                        f" (best: {best['configuration']} {best['valid ppl']:.1f})")
     evidence = "; ".join(where(tn, t) for tn, t in tables.items())
     pending = [t for t, _ in TIERS[:[t for t, _ in TIERS].index(tier)]]
+    mapping = mapping_claim(root)
     return {"name": name, "settings": settings, "tier": tier, "tables": list(tables),
             "pending": pending,
-            "evidence": evidence, "level_with": level, "freezing": freezing_evidence(root)}
+            "evidence": evidence, "level_with": level, "freezing": freezing_evidence(root),
+            "eval_flags": eval_flags(settings, mapping), "mapping": mapping[1]}
 
 
 def freezing_evidence(root: Path = ROOT) -> dict:
@@ -777,6 +779,73 @@ def coverage_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[str
     return combine(verdicts) if verdicts else "not tested", (min(helped) if helped else None)
 
 
+MAP_CLAIM = ("mapping the unseen words' input rows lowers the trained-input model's perplexity "
+             "(`--map-unseen-inputs`, no training)")
+
+
+def mapped_runs(root: Path = ROOT) -> list[tuple[str, float, float]]:
+    """(run, validation perplexity as trained, and with --map-unseen-inputs) of every converged
+    committed run scored both ways: its ``eval_best_valid.json`` and the ``eval_mapped_valid.json``
+    kept beside it (experiments/freezing/mapped_rows.py, experiments/paper-regime/run.sh)."""
+    found = []
+    for path in sorted((root / "experiments").glob("**/eval_mapped_valid.json")):
+        run = path.parent
+        best, summary = run / "eval_best_valid.json", run / "summary.json"
+        if not (best.exists() and summary.exists()):
+            continue
+        if json.loads(summary.read_text()).get("stopped_by") != "patience":
+            continue                  # converged runs only, as every verdict here
+        found.append((str(run.relative_to(root)), json.loads(best.read_text())["perplexity"],
+                      json.loads(path.read_text())["perplexity"]))
+    return found
+
+
+def mapping_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[str, dict | None]:
+    """Does the map lower the validation perplexity of the trained-input runs it was applied
+    to? One paired difference per run (mapped minus as trained: the same model, the same
+    tokens), judged by the paired rule. Returns (verdict, {"runs", "change_pct": [lowest,
+    highest]} or None when no run was scored both ways)."""
+    out = out if out is not None else []
+    runs = mapped_runs(root)
+    if not runs:
+        return "not tested", None
+    n = len(runs)
+    keys = list(range(1, n + 1))
+
+    def side(name: str, i: int) -> dict:
+        return {"configuration": name, "seed list": keys, "valid ppls": [r[i] for r in runs],
+                "converged": f"{n}/{n}"}
+    c = Comparison(side("unseen input rows mapped", 2), side("as trained", 1))
+    names = ", ".join(r[0].removeprefix("experiments/") for r in runs)
+    out.append(c.row(f"{MAP_CLAIM} (one difference per run, in this order: {names})"))
+    change = [100 * (m / t - 1) for _, t, m in runs]
+    return c.verdict(), {"runs": n, "change_pct": [round(min(change), 1), round(max(change), 1)]}
+
+
+def eval_flags(settings: dict, mapping: tuple[str, dict | None]) -> str:
+    """The flags the recommendation adds to `lmlow eval`/`score`: --map-unseen-inputs when the
+    recommended model is one the map applies to (untied, input initialised from vectors and
+    trained) and the mapping claim holds."""
+    applies = (not settings.get("tie", True) and not settings.get("freeze_input")
+               and "glove" in settings.get("init", []))
+    return "--map-unseen-inputs" if applies and mapping[0] == "holds" else ""
+
+
+def map_sentence(flags: str, mapping: dict | None, tier: str) -> str | None:
+    """The recommendation's line on scoring with the map, when it recommends the flag."""
+    if not flags:
+        return None
+    lo, hi = mapping["change_pct"]
+    text = (f"Where its vocabulary holds the vectors' words that its training text lacks "
+            f"(`--extend-vocab`, as in every table here), evaluate and score it with `{flags}` "
+            f"(`lmlow eval RUN {flags}`, `lmlow score RUN FILE {flags}`): with no training, "
+            f"it lowered the validation perplexity of all "
+            f"{mapping['runs']} converged trained-input runs it was measured on by "
+            f"{-hi:g}-{-lo:g}% (`experiments/freezing/mapped-rows.md`; runs trained with the "
+            "paper's recipe")
+    return text + ("." if "paper" in tier else ", not yet on runs trained with Adam).")
+
+
 def recommended_flags(settings: dict) -> str:
     """The embedding flags of ``lmlow train`` for a configuration."""
     flags = [f"--tie {'yes' if settings.get('tie', True) else 'no'}"]
@@ -810,6 +879,10 @@ LEVEL_WITH = {rec["level_with"]!r}
 FREEZE_COSTS = {tuple(f["costs"]) if f["costs"] else None!r}
 FREEZE_PAIRS = {f["runs"]!r}
 FREEZE_MIN_TOKEN_COVERAGE = {f["coverage_rule"]!r}
+# what `lmlow eval` and `lmlow score` add for the recommended model ('': nothing), and the
+# sentence that gives the evidence for it (None without the flag)
+EVAL_FLAGS = {rec["eval_flags"]!r}
+EVAL_ADVICE = {map_sentence(rec["eval_flags"], rec["mapping"], rec["tier"])!r}
 
 
 def command(corpus: str = "CORPUS", vectors: str = "VECTORS", out: str = "RUN") -> str:
@@ -818,13 +891,14 @@ def command(corpus: str = "CORPUS", vectors: str = "VECTORS", out: str = "RUN") 
 
 
 def summary() -> str:
-    """Two sentences: what is recommended, on what evidence, and what freezing costs."""
+    """What is recommended, on what evidence, what freezing costs, and how to score it."""
     level = f" (level with {{', '.join(LEVEL_WITH)}})" if LEVEL_WITH else ""
     freeze = (f" Freezing the pretrained input cost {{FREEZE_COSTS[0]:g}} to {{FREEZE_COSTS[1]:g}} "
               f"perplexity in every one of {{FREEZE_PAIRS}} paired converged runs, so it is not "
               "advised." if FREEZE_COSTS and FREEZE_COSTS[0] > 0 and FREEZE_MIN_TOKEN_COVERAGE is None
               else "")
-    return (f"Recommended: {{NAME}}{{level}}, from {{TIER}} ({{EVIDENCE}}).{{freeze}}")
+    scoring = f" {{EVAL_ADVICE}}" if EVAL_ADVICE else ""
+    return (f"Recommended: {{NAME}}{{level}}, from {{TIER}} ({{EVIDENCE}}).{{freeze}}{{scoring}}")
 
 
 def freeze_advice(train_token_coverage_pct: float) -> str | None:
@@ -869,6 +943,8 @@ def recommendation_section(root: Path = ROOT) -> str:
                      "runs (frozen minus trained, same seed), on every domain and data size measured.")
     if f.get("partial"):
         lines.append(partial_freeze_sentence(f["partial"]))
+    if rec["eval_flags"]:
+        lines.append(map_sentence(rec["eval_flags"], rec["mapping"], rec["tier"]))
     if rec["pending"]:
         lines.append(f"Not yet complete (every seed of every planned run finished), and first "
                      f"in the order of evidence: "
@@ -919,6 +995,7 @@ def report(root: Path = ROOT) -> str:
     verdicts |= {f"Meister: {k}": v for k, v in meister_claims(six, uni, rows, root).items()}
     verdicts[COVERAGE_CLAIM + " (paper recipe; partial freeze, or vectors from all in-domain "
              "text)"] = coverage_claim(root, rows)[0]
+    verdicts[MAP_CLAIM] = mapping_claim(root, rows)[0]
     scale = _scale(six)
     if len(sizes) > 1:
         scale += (f"; Table 6 (`experiments/datasize`) from {training_words(min(sizes), root):,} "

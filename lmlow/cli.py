@@ -143,20 +143,16 @@ def cmd_report(args) -> None:
 
 
 def cmd_eval(args) -> None:
-    from lmlow.runs import EvalOptions, open_scorer
+    from lmlow.runs import EvalOptions, evaluation_record, open_scorer
 
     opts = EvalOptions(**settings_from(args, EvalOptions))
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     ev = run.evaluate(opts.split, args.corpus, reset_lines=opts.reset_lines)
     extra = {"interpolate": str(opts.interpolate), "weight": run.weight} if opts.interpolate else {}
     mapped = (run.a if opts.interpolate else run).mapped_inputs if opts.map_unseen_inputs else None
-    if mapped:
-        from dataclasses import asdict
-
-        extra["mapped_inputs"] = asdict(mapped)
     head = f"{args.run_dir}: {mapped.text()}\n" if mapped else ""
     text = "" if args.json else head + ev.text(name, run.lines_independent(opts.reset_lines))
-    _print(text, args.json, ev.to_dict() | extra, indent=None)
+    _print(text, args.json, evaluation_record(ev, mapped) | extra, indent=None)
 
 
 def cmd_score(args) -> None:

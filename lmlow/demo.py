@@ -7,7 +7,9 @@ text (each line ending in ``<eos>``), the vocabulary is every training word plus
 words, the same for every model. Two LSTMs, the standard configuration (tied, random) and the
 one the converged tables recommend (:mod:`lmlow.recommendation`, generated from them), train
 side by side under the tables' convergence rule (the rate halves after an epoch without a new
-best; 3 such epochs in a row end the run), and a KenLM 5-gram scores the same tokens. It prints
+best; 3 such epochs in a row end the run), and a KenLM 5-gram scores the same tokens. When the
+recommendation also scores with a flag (``EVAL_FLAGS``: ``--map-unseen-inputs``), the
+recommended model is scored that way too, as a row of its own. It prints
 the table, draws the learning curves with the 5-gram as a line, and ends with two sentences
 computed from the numbers it just measured: which model wins overall, and on rare words.
 Reuses what a previous run built. Usage: python -m lmlow.demo [--out runs/demo]
@@ -19,6 +21,7 @@ import math
 import os
 import shutil
 import sys
+from functools import partial
 from pathlib import Path
 
 from lmlow.files import atomic_write_text
@@ -64,6 +67,7 @@ def main(argv=None) -> int:
 
 
 def _demo(args) -> int:
+    from lmlow import recommendation
     from lmlow.rundir import RunDir
     from lmlow.runs import evaluation
 
@@ -75,6 +79,10 @@ def _demo(args) -> int:
     rows = [_row("KenLM 5-gram", kenlm, evaluation)]
     rows += [_row(label, RunDir(args.out / "runs" / f"{folder}.seed1"), evaluation)
              for label, folder in names.items()]
+    if recommendation.EVAL_FLAGS:        # the recommended model scored as recommended
+        rows.append(_row(f"recommended with {recommendation.EVAL_FLAGS}",
+                         RunDir(args.out / "runs" / f"{list(names.values())[-1]}.seed1"),
+                         partial(evaluation, map_unseen_inputs=True)))
     table = _table(rows)
     verdict = conclusion(rows)
     md, _, _, png = SweepDir(args.out).results        # the demo's folder reads as a sweep's
@@ -183,22 +191,25 @@ def _table(rows: list[dict]) -> str:
 
 def conclusion(rows: list[dict]) -> str:
     """Two sentences from the measured rows: the winner on validation perplexity (with the
-    runner-up's margin), and the winner on the test words seen 1-5 times in training."""
+    runner-up's margin), and the winner on the test words seen 1-5 times in training, each
+    against every other row."""
     def short(r):
         return r["configuration"].split(":")[0].split(" (")[0]
 
+    def listing(items: list[str]) -> str:
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
     overall = sorted(rows, key=lambda r: r["valid"])
     rare = sorted(rows, key=lambda r: r["test_rare"])
+    margin = 100 * (overall[1]["valid"] / overall[0]["valid"] - 1)
     first = (f"Overall, {short(overall[0])} wins: validation perplexity {overall[0]['valid']:.1f}, "
-             f"against {short(overall[1])} {overall[1]['valid']:.1f} "
-             f"({100 * (overall[1]['valid'] / overall[0]['valid'] - 1):.0f}% higher) and "
-             f"{short(overall[2])} {overall[2]['valid']:.1f}.")
+             "against " + listing([f"{short(overall[1])} {overall[1]['valid']:.1f} "
+                                   f"({margin:.1f}% higher)"] +
+                                  [f"{short(r)} {r['valid']:.1f}" for r in overall[2:]]) + ".")
     second = (f"On the {rare[0]['rare_tokens']:,} test words seen 1-5 times in training, "
               f"{short(rare[0])} wins with perplexity {rare[0]['test_rare']:,.0f}, against "
-              f"{short(rare[1])} {rare[1]['test_rare']:,.0f} and {short(rare[2])} "
-              f"{rare[2]['test_rare']:,.0f}.")
+              + listing([f"{short(r)} {r['test_rare']:,.0f}" for r in rare[1:]]) + ".")
     return first + " " + second
-
 
 if __name__ == "__main__":
     sys.exit(main())

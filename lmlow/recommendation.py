@@ -15,6 +15,10 @@ LEVEL_WITH = []
 FREEZE_COSTS = (1.1, 60.8)
 FREEZE_PAIRS = 73
 FREEZE_MIN_TOKEN_COVERAGE = None
+# what `lmlow eval` and `lmlow score` add for the recommended model ('': nothing), and the
+# sentence that gives the evidence for it (None without the flag)
+EVAL_FLAGS = '--map-unseen-inputs'
+EVAL_ADVICE = "Where its vocabulary holds the vectors' words that its training text lacks (`--extend-vocab`, as in every table here), evaluate and score it with `--map-unseen-inputs` (`lmlow eval RUN --map-unseen-inputs`, `lmlow score RUN FILE --map-unseen-inputs`): with no training, it lowered the validation perplexity of all 6 converged trained-input runs it was measured on by 0.5-0.8% (`experiments/freezing/mapped-rows.md`; runs trained with the paper's recipe, not yet on runs trained with Adam)."
 
 
 def command(corpus: str = "CORPUS", vectors: str = "VECTORS", out: str = "RUN") -> str:
@@ -23,13 +27,14 @@ def command(corpus: str = "CORPUS", vectors: str = "VECTORS", out: str = "RUN") 
 
 
 def summary() -> str:
-    """Two sentences: what is recommended, on what evidence, and what freezing costs."""
+    """What is recommended, on what evidence, what freezing costs, and how to score it."""
     level = f" (level with {', '.join(LEVEL_WITH)})" if LEVEL_WITH else ""
     freeze = (f" Freezing the pretrained input cost {FREEZE_COSTS[0]:g} to {FREEZE_COSTS[1]:g} "
               f"perplexity in every one of {FREEZE_PAIRS} paired converged runs, so it is not "
               "advised." if FREEZE_COSTS and FREEZE_COSTS[0] > 0 and FREEZE_MIN_TOKEN_COVERAGE is None
               else "")
-    return (f"Recommended: {NAME}{level}, from {TIER} ({EVIDENCE}).{freeze}")
+    scoring = f" {EVAL_ADVICE}" if EVAL_ADVICE else ""
+    return (f"Recommended: {NAME}{level}, from {TIER} ({EVIDENCE}).{freeze}{scoring}")
 
 
 def freeze_advice(train_token_coverage_pct: float) -> str | None:

@@ -5,7 +5,7 @@ reports treat them alike."""
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,7 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
 from lmlow.files import atomic_write_json, read_json
-from lmlow.input_map import HELP as MAP_HELP, map_unseen_inputs as map_unseen_inputs_of
+from lmlow.input_map import HELP as MAP_HELP, MappedInputs, map_unseen_inputs as map_unseen_inputs_of
 from lmlow.rundir import LSTM, NGRAM, RunDir
 
 
@@ -106,16 +106,23 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
     return LSTMRun(run.path, checkpoint, device, **lstm_options)
 
 
-def evaluation(run: RunDir, split: str) -> dict:
+def evaluation_record(ev, mapped: MappedInputs | None = None) -> dict:
+    """An evaluation as `lmlow eval --json` prints it, with what --map-unseen-inputs did when it
+    was used (the record a run folder keeps as ``eval_mapped_*.json``)."""
+    return ev.to_dict() | ({"mapped_inputs": asdict(mapped)} if mapped else {})
+
+
+def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False) -> dict:
     """The run's evaluation on a split (an LSTM's best checkpoint, or the n-gram model), cached
     beside it and recomputed if the model file changed. (The cache is named ``eval_best_*``
-    whichever checkpoint is the best one.) A finished run whose model files were not kept (a
-    committed experiment: ``*.pt`` and KenLM's files stay out of git) is reported from its
-    cached evaluation, the record of the model it was made from."""
+    whichever checkpoint is the best one; ``eval_mapped_*`` with ``map_unseen_inputs``.) A
+    finished run whose model files were not kept (a committed experiment: ``*.pt`` and KenLM's
+    files stay out of git) is reported from its cached evaluation, the record of the model it
+    was made from."""
     ngram = run.kind == NGRAM
     checkpoint = None if ngram else run.default_checkpoint()
     model = (run.binary if run.binary.exists() else run.arpa) if ngram else run.checkpoint(checkpoint)
-    cache = run.evaluation_cache("best", split)
+    cache = run.evaluation_cache("mapped" if map_unseen_inputs else "best", split)
     if not model.exists():
         if cache.exists():
             return read_json(cache)
@@ -126,7 +133,9 @@ def evaluation(run: RunDir, split: str) -> dict:
         data = read_json(cache)
         if data.get("checkpoint_mtime") == stamp:
             return data
-    data = load(run.path, checkpoint=checkpoint).evaluate(split).to_dict() | {"checkpoint_mtime": stamp}
+    scorer = load(run.path, checkpoint=checkpoint, map_unseen_inputs=map_unseen_inputs)
+    data = (evaluation_record(scorer.evaluate(split), scorer.mapped_inputs if map_unseen_inputs
+                              else None) | {"checkpoint_mtime": stamp})
     atomic_write_json(cache, data)
     return data
 

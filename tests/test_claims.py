@@ -693,3 +693,59 @@ def test_rescore_adds_context_bins_only_where_every_committed_number_comes_out_a
     r = subprocess.run([sys.executable, str(rescore), str(run)], capture_output=True, text=True)
     assert r.returncode == 1 and "perplexity differ" in r.stdout
     assert (run / "eval_best_valid.json").read_bytes() == before
+
+
+def _scored(root, run, trained, mapped, stopped="patience"):
+    folder = root / "experiments" / run
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({"stopped_by": stopped}))
+    (folder / "eval_best_valid.json").write_text(json.dumps({"perplexity": trained}))
+    if mapped is not None:
+        (folder / "eval_mapped_valid.json").write_text(json.dumps({"perplexity": mapped}))
+
+
+def test_the_mapping_claim_pairs_each_run_with_itself(tmp_path):
+    """Each run scored both ways gives one difference (mapped minus trained); a run not scored
+    with the map, or not converged, is left out; the paired rule decides, and the flag enters
+    the recommendation only for a model the map applies to, and only while the claim holds."""
+    _scored(tmp_path, "t/a.seed1", 300.0, 297.0)
+    _scored(tmp_path, "t/a.seed2", 250.0, 247.5)
+    _scored(tmp_path, "t/a.seed3", 260.0, 257.0)
+    _scored(tmp_path, "t/b.seed1", 200.0, None)                        # not mapped
+    _scored(tmp_path, "t/c.seed1", 400.0, 100.0, stopped="max_epochs")  # not converged
+    rows = []
+    verdict, mapping = claims.mapping_claim(tmp_path, rows)
+    assert verdict == "holds" and mapping == {"runs": 3, "change_pct": [-1.2, -1.0]}
+    assert "t/a.seed1, t/a.seed2, t/a.seed3)" in rows[0] and "| +3.0, +2.5, +3.0 |" in rows[0]
+    untied = dict(tie=False, freeze_input=False, init=["glove", "glove-output"])
+    assert claims.eval_flags(untied, (verdict, mapping)) == "--map-unseen-inputs"
+    for other in (dict(untied, tie=True), dict(untied, freeze_input=True),
+                  dict(untied, init=["random", "glove-output"])):
+        assert claims.eval_flags(other, (verdict, mapping)) == ""
+    sentence = claims.map_sentence("--map-unseen-inputs", mapping, "the six trained with Adam")
+    assert "all 3 converged trained-input runs" in sentence and "by 1-1.2%" in sentence
+    assert sentence.endswith("not yet on runs trained with Adam).")
+    _scored(tmp_path, "t/a.seed4", 240.0, 241.0)                       # one run the other way
+    verdict, mapping = claims.mapping_claim(tmp_path)
+    assert verdict == "no clear difference" and mapping["change_pct"] == [-1.2, 0.4]
+    assert claims.eval_flags(untied, (verdict, mapping)) == ""
+    assert claims.mapping_claim(tmp_path / "none") == ("not tested", None)
+
+
+def test_mapped_rows_table_is_what_the_run_folders_keep():
+    """experiments/freezing/mapped-rows.md's "trained, mapped" and "trained" columns are the
+    mapped evaluations kept in the run folders (what claims.py decides from) and their own."""
+    table = (ROOT / "experiments/freezing/mapped-rows.md").read_text().splitlines()
+    checked = 0
+    for line in table:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) < 7 or not cells[1].isdigit():
+            continue
+        run = ROOT / "experiments/freezing" / cells[0] / f"ours-unfrozen.seed{cells[1]}"
+        mapped = json.loads((run / f"eval_mapped_{cells[3]}.json").read_text())
+        trained = json.loads((run / f"eval_best_{cells[3]}.json").read_text())
+        assert float(cells[6].split()[0]) == pytest.approx(mapped["perplexity"], abs=0.005)
+        assert float(cells[5]) == pytest.approx(trained["perplexity"], abs=0.005)
+        assert mapped["mapped_inputs"]["rows"] == int(cells[2].split()[0])
+        checked += 1
+    assert checked >= 12

@@ -19,19 +19,26 @@ def test_demo_end_to_end_and_reuse(tmp_path):
     assert "1. GloVe" in first.stdout and "KenLM" in first.stdout
     text = (out / "results.md").read_text()
     table = text.split("\n\n")[0].splitlines()
-    assert len(table) == 5                      # header, rule, KenLM and the two LSTMs
+    # header, rule, KenLM, the two LSTMs, and the recommended one scored as recommended
+    assert len(table) == 5 + bool(recommendation.EVAL_FLAGS)
     assert table[3].startswith("| standard")
     assert table[4].startswith(f"| recommended: {recommendation.FLAGS}")
+    if recommendation.EVAL_FLAGS:
+        assert table[5].startswith(f"| recommended with {recommendation.EVAL_FLAGS}")
+        assert len(list((out / "runs").glob("*.seed1/eval_mapped_valid.json"))) == 1
     rows = {}
     for line in table[2:]:
         cells = [c.strip() for c in line.split("|")[1:-1]]
         valid, test, rare = (float(x.replace(",", "")) for x in cells[1:4])
         assert 1 < valid < 20000 and 1 < test < 20000
         rows[cells[0].split(":")[0].split(" (")[0]] = (valid, rare)
-    # the sentences name the winners the table shows (worked out here from the table)
-    best = min(rows, key=lambda n: rows[n][0])
-    best_rare = min(rows, key=lambda n: rows[n][1])
-    assert f"Overall, {best} wins" in text and f"seen 1-5 times in training, {best_rare} wins" in text
+    # the sentences name the winners the table shows (worked out here from the table, whose
+    # 4 significant digits can tie two rows: the mapped model and the model as trained)
+    def winners(i):
+        low = min(r[i] for r in rows.values())
+        return [n for n, r in rows.items() if r[i] <= low * 1.0005]
+    assert any(f"Overall, {n} wins" in text for n in winners(0))
+    assert any(f"seen 1-5 times in training, {n} wins" in text for n in winners(1))
     assert (out / "curves.png").stat().st_size > 1000
     assert "<eos>" in (out / "vectors.100d.txt").read_text()       # GloVe saw the line ends
     second = subprocess.run(args, capture_output=True, text=True, timeout=900)

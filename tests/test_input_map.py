@@ -90,7 +90,7 @@ def test_rows_that_adam_decay_has_worn_away_are_mapped_without_the_check(tmp_pat
         map_unseen_inputs(_Model(rows), sgd, words, counts, "run")
 
 
-def test_eval_and_score_with_the_map_on_a_real_run(speech_corpus, vectors, tmp_path):
+def test_eval_and_score_with_the_map_on_a_real_run(speech_corpus, vectors, tmp_path, monkeypatch):
     """A tiny untied run whose vectors also hold 5 words of the test split that its training
     text lacks: eval maps exactly the rows of the vector words it never read and changes the
     perplexity; score gives the
@@ -129,3 +129,15 @@ def test_eval_and_score_with_the_map_on_a_real_run(speech_corpus, vectors, tmp_p
     assert "mapped into the trained space" in r.stderr
     assert a[0] == b[0]
     assert a[1]["log10prob"][:2] == b[1]["log10prob"][:2] and a[1]["log10prob"][2] != b[1]["log10prob"][2]
+    # the run folder keeps the mapped evaluation beside its own (lmlow.runs.evaluation, what
+    # the demo and experiments/claims.py read): the record `eval --json` printed, stamped
+    from lmlow.rundir import RunDir
+    from lmlow.runs import evaluation
+
+    monkeypatch.setenv("LMLOW_CACHE_DIR", str(cache))
+    kept = evaluation(RunDir(run), "test", map_unseen_inputs=True)
+    assert json.loads((run / "eval_mapped_test.json").read_text()) == kept
+    assert kept["mapped_inputs"] == pytest.approx(mapped["mapped_inputs"], rel=1e-9)  # R^2: LAPACK
+    assert kept["perplexity"] == pytest.approx(mapped["perplexity"], rel=1e-6)
+    assert kept["checkpoint_mtime"] == (run / "best.pt").stat().st_mtime
+    assert evaluation(RunDir(run), "test")["perplexity"] == pytest.approx(plain["perplexity"], rel=1e-6)

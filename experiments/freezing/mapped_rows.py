@@ -8,12 +8,17 @@ tables whose best.pt this workspace kept (model files stay out of git).
 a vector but never occur in the LM text, and worse after the moderately frequent ones; the map
 moves only the unread words' rows into the trained space. Its rule (map the words read 0
 times, fit on those read 6 or more) was chosen on validation splits only (the words read at
-most 0, 1 or 5 times, tried on four pairs) before any test split was scored. Writes mapped-rows.md. Run from the repo root:
+most 0, 1 or 5 times, tried on four pairs) before any test split was scored. Writes
+mapped-rows.md, and keeps each trained run's mapped evaluation in its folder
+(``eval_mapped_{valid,test}.json``, what `lmlow eval RUN --map-unseen-inputs --json` prints),
+where experiments/claims.py finds it; one already there that the kept model no longer gives is
+reported, not replaced (exit 1). Run from the repo root:
 
     python experiments/freezing/mapped_rows.py
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -22,8 +27,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lmlow.files import atomic_write_text  # noqa: E402
-from lmlow.runs import load  # noqa: E402
+from lmlow.files import atomic_write_json, atomic_write_text, read_json, to_json  # noqa: E402
+from lmlow.runs import evaluation_record, load  # noqa: E402
 
 HERE = Path("experiments/freezing")
 FROZEN, TRAINED = "ours", "ours-unfrozen"
@@ -55,9 +60,24 @@ def after_unseen(ev) -> float:
     return {b["bin"]: b["perplexity"] for b in ev.context_bins}["unseen"]
 
 
+def keep(run_dir: Path, split: str, record: dict) -> bool:
+    """Write the mapped evaluation beside the run's own (``eval_mapped_<split>.json``) unless
+    one is there; False when the one there differs from what the kept model gives now."""
+    path = run_dir / f"eval_mapped_{split}.json"
+    # as lmlow.runs.evaluation caches it (stamped with the model file), as it reads back
+    record = json.loads(to_json(record | {"checkpoint_mtime": (run_dir / "best.pt").stat().st_mtime}))
+    if not path.exists():
+        atomic_write_json(path, record)
+        return True
+    if read_json(path) == record:
+        return True
+    print(f"{path}: differs from what {run_dir}/best.pt gives now; left as it is", file=sys.stderr)
+    return False
+
+
 def main() -> int:
     torch.set_num_threads(1)
-    rows = []
+    rows, same = [], True
     for table, seed in pairs():
         frozen = load(table / f"{FROZEN}.seed{seed}", device="cpu")
         trained = load(table / f"{TRAINED}.seed{seed}", device="cpu")
@@ -67,6 +87,7 @@ def main() -> int:
         m = mapped.mapped_inputs
         for split in ("valid", "test"):
             f, t, x, y = (run.evaluate(split) for run in (frozen, trained, mapped, both))
+            same &= keep(table / f"{TRAINED}.seed{seed}", split, evaluation_record(x, m))
             change = 100 * (x.perplexity / t.perplexity - 1)
             rows.append(f"| {table.relative_to(HERE)} | {seed} | {m.rows} ({m.fit_words}, "
                         f"{m.r2:.2f}) | {split} | {f.perplexity:.2f} | {t.perplexity:.2f} | "
@@ -96,7 +117,7 @@ def main() -> int:
              "|---|---|---|---|---|---|---|---|---|---|", *rows]
     atomic_write_text(HERE / "mapped-rows.md", "\n".join(lines) + "\n")
     print(HERE / "mapped-rows.md")
-    return 0
+    return 0 if same else 1
 
 
 if __name__ == "__main__":
