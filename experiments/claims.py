@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 from lmlow.analysis.stats import alc  # noqa: E402  (the same ALC as `lmlow compare`)
-from lmlow.paired import Paired  # noqa: E402  (the paired rule of `lmlow report --paired`)
+from lmlow.paired import FLOOR, Paired  # noqa: E402  (the paired rule of `lmlow report --paired`)
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 REC_START, REC_END = "<!-- recommendation:start -->", "<!-- recommendation:end -->"
@@ -677,7 +677,9 @@ def freezing_evidence(root: Path = ROOT) -> dict:
             "coverage_verdict": verdict,
             "partial": {"costs": [round(min(p["cost"] for p in partial), 1),
                                   round(max(p["cost"] for p in partial), 1)],
-                        "runs": len(partial), "worse": sum(p["cost"] > 0 for p in partial),
+                        "runs": len(partial),
+                        "worse": sum(p["cost_pct"] > 100 * FLOOR for p in partial),
+                        "better": sum(p["cost_pct"] < -100 * FLOOR for p in partial),
                         "seeds": seeds} if partial else None}
 
 
@@ -916,15 +918,18 @@ def freeze_advice(train_token_coverage_pct: float) -> str | None:
 
 
 def partial_freeze_sentence(partial: dict) -> str:
-    """What the partial freeze's pairs measured so far, for the recommendation."""
+    """What the partial freeze's pairs measured so far, for the recommendation: a pair counts
+    as worse or better only beyond the paired rule's floor (0.5% of the perplexity)."""
     seeds = (f"seed {partial['seeds'][0]}" if len(partial["seeds"]) == 1
              else f"seeds {', '.join(map(str, partial['seeds']))}")
     text = (f"Freezing only the rows that have a vector (`--freeze-input-rows pretrained`): "
             f"worse than training them in {partial['worse']} of its {partial['runs']} pairs "
             f"so far ({seeds}), by up to {partial['costs'][1]:.1f} perplexity")
-    if partial["worse"] < partial["runs"]:
-        text += (f"; better in {partial['runs'] - partial['worse']}, by at most "
-                 f"{max(0.0, -partial['costs'][0]):.1f}")
+    if partial["better"]:
+        text += f"; better in {partial['better']}, by at most {max(0.0, -partial['costs'][0]):.1f}"
+    level = partial["runs"] - partial["worse"] - partial["better"]
+    if level:
+        text += f"; within {100 * FLOOR:g}% of it in {level}"
     return text + "."
 
 

@@ -142,19 +142,21 @@ def test_the_recommendation_follows_the_first_tier_and_the_paired_rule(tmp_path)
 
 
 def test_the_partial_freeze_sentence_counts_its_pairs_both_ways(tmp_path, monkeypatch):
-    """The recommendation's line on --freeze-input-rows pretrained: pairs worse and better,
-    from the partial-freeze points only (the whole freeze's pairs are counted apart)."""
-    points = [{"frozen": "ours-vecrows", "seed": 1, "cost": 7.5},
-              {"frozen": "ours-random-output-vecrows", "seed": 1, "cost": -2.0},
-              {"frozen": "ours-vecrows", "seed": 2, "cost": 18.1},
-              {"frozen": "ours", "seed": 1, "cost": -30.0}]
+    """The recommendation's line on --freeze-input-rows pretrained: pairs worse, better and
+    within the paired rule's 0.5% floor, from the partial-freeze points only (the whole
+    freeze's pairs are counted apart)."""
+    points = [{"frozen": "ours-vecrows", "seed": 1, "cost": 7.5, "cost_pct": 3.0},
+              {"frozen": "ours-random-output-vecrows", "seed": 1, "cost": -2.0, "cost_pct": -0.8},
+              {"frozen": "ours-vecrows", "seed": 2, "cost": 18.1, "cost_pct": 7.2},
+              {"frozen": "ours-random-output-vecrows", "seed": 2, "cost": 0.02, "cost_pct": 0.01},
+              {"frozen": "ours", "seed": 1, "cost": -30.0, "cost_pct": -12.0}]
     monkeypatch.setattr(claims, "freezing_points", lambda root: points)
     partial = claims.freezing_evidence(tmp_path)["partial"]
-    assert partial == {"costs": [-2.0, 18.1], "runs": 3, "worse": 2, "seeds": [1, 2]}
+    assert partial == {"costs": [-2.0, 18.1], "runs": 4, "worse": 2, "better": 1, "seeds": [1, 2]}
     assert claims.partial_freeze_sentence(partial) == (
         "Freezing only the rows that have a vector (`--freeze-input-rows pretrained`): worse "
-        "than training them in 2 of its 3 pairs so far (seeds 1, 2), by up to 18.1 perplexity; "
-        "better in 1, by at most 2.0.")
+        "than training them in 2 of its 4 pairs so far (seeds 1, 2), by up to 18.1 perplexity; "
+        "better in 1, by at most 2.0; within 0.5% of it in 1.")
     monkeypatch.setattr(claims, "freezing_points", lambda root: points[:1])
     assert claims.partial_freeze_sentence(claims.freezing_evidence(tmp_path)["partial"]).endswith(
         "in 1 of its 1 pairs so far (seed 1), by up to 7.5 perplexity.")
