@@ -785,10 +785,18 @@ MAP_CLAIM = ("mapping the unseen words' input rows lowers the trained-input mode
              "(`--map-unseen-inputs`, no training)")
 
 
-def mapped_runs(root: Path = ROOT) -> list[tuple[str, float, float]]:
-    """(run, validation perplexity as trained, and with --map-unseen-inputs) of every converged
-    committed run scored both ways: its ``eval_best_valid.json`` and the ``eval_mapped_valid.json``
-    kept beside it (experiments/freezing/mapped_rows.py, experiments/paper-regime/run.sh)."""
+def _recipe(config: dict) -> str:
+    """The training recipe of a run, in the words of the tables' names."""
+    if config.get("optimizer") == "adam":
+        return "Adam"
+    return "paper recipe" if config.get("asgd") else config.get("optimizer", "?")
+
+
+def mapped_runs(root: Path = ROOT) -> list[tuple[str, float, float, str]]:
+    """(run, validation perplexity as trained, and with --map-unseen-inputs, its recipe) of
+    every converged committed run scored both ways: its ``eval_best_valid.json`` and the
+    ``eval_mapped_valid.json`` kept beside it (experiments/freezing/mapped_rows.py,
+    experiments/paper-regime/run.sh)."""
     found = []
     for path in sorted((root / "experiments").glob("**/eval_mapped_valid.json")):
         run = path.parent
@@ -797,31 +805,39 @@ def mapped_runs(root: Path = ROOT) -> list[tuple[str, float, float]]:
             continue
         if json.loads(summary.read_text()).get("stopped_by") != "patience":
             continue                  # converged runs only, as every verdict here
+        config = run / "config.json"
         found.append((str(run.relative_to(root)), json.loads(best.read_text())["perplexity"],
-                      json.loads(path.read_text())["perplexity"]))
+                      json.loads(path.read_text())["perplexity"],
+                      _recipe(json.loads(config.read_text()) if config.exists() else {})))
     return found
 
 
 def mapping_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[str, dict | None]:
     """Does the map lower the validation perplexity of the trained-input runs it was applied
     to? One paired difference per run (mapped minus as trained: the same model, the same
-    tokens), judged by the paired rule. Returns (verdict, {"runs", "change_pct": [lowest,
-    highest]} or None when no run was scored both ways)."""
+    tokens), judged by the paired rule for each training recipe apart, the verdicts combined.
+    Returns (verdict, {"runs", "change_pct": [lowest, highest], "recipes": {recipe: runs}}
+    or None when no run was scored both ways)."""
     out = out if out is not None else []
     runs = mapped_runs(root)
     if not runs:
         return "not tested", None
-    n = len(runs)
-    keys = list(range(1, n + 1))
+    verdicts, recipes = [], {}
+    for recipe in sorted({r[3] for r in runs}):
+        group = [r for r in runs if r[3] == recipe]
+        n = len(group)
+        recipes[recipe] = n
 
-    def side(name: str, i: int) -> dict:
-        return {"configuration": name, "seed list": keys, "valid ppls": [r[i] for r in runs],
-                "converged": f"{n}/{n}"}
-    c = Comparison(side("unseen input rows mapped", 2), side("as trained", 1))
-    names = ", ".join(r[0].removeprefix("experiments/") for r in runs)
-    out.append(c.row(f"{MAP_CLAIM} (one difference per run, in this order: {names})"))
-    change = [100 * (m / t - 1) for _, t, m in runs]
-    return c.verdict(), {"runs": n, "change_pct": [round(min(change), 1), round(max(change), 1)]}
+        def side(name: str, i: int) -> dict:
+            return {"configuration": name, "seed list": list(range(1, n + 1)),
+                    "valid ppls": [r[i] for r in group], "converged": f"{n}/{n}"}
+        c = Comparison(side("unseen input rows mapped", 2), side("as trained", 1))
+        names = ", ".join(r[0].removeprefix("experiments/") for r in group)
+        out.append(c.row(f"{MAP_CLAIM} ({recipe}: one difference per run, in this order: {names})"))
+        verdicts.append(c.verdict())
+    change = [100 * (m / t - 1) for _, t, m, _ in runs]
+    return combine(verdicts), {"runs": len(runs), "recipes": recipes,
+                               "change_pct": [round(min(change), 1), round(max(change), 1)]}
 
 
 def eval_flags(settings: dict, mapping: tuple[str, dict | None]) -> str:
@@ -834,18 +850,24 @@ def eval_flags(settings: dict, mapping: tuple[str, dict | None]) -> str:
 
 
 def map_sentence(flags: str, mapping: dict | None, tier: str) -> str | None:
-    """The recommendation's line on scoring with the map, when it recommends the flag."""
+    """The recommendation's line on scoring with the map, when it recommends the flag: on how
+    many runs of which recipes it was measured, and whether the tier's recipe is among them."""
     if not flags:
         return None
     lo, hi = mapping["change_pct"]
+    recipes = mapping["recipes"]
+    made = ", ".join(f"{n} trained with {'the paper' + chr(39) + 's recipe' if r == 'paper recipe' else r}"
+                     for r, n in recipes.items())
     text = (f"Where its vocabulary holds the vectors' words that its training text lacks "
             f"(`--extend-vocab`, as in every table here), evaluate and score it with `{flags}` "
             f"(`lmlow eval RUN {flags}`, `lmlow score RUN FILE {flags}`): with no training, "
-            f"it lowered the validation perplexity of all "
-            f"{mapping['runs']} converged trained-input runs it was measured on by "
-            f"{-hi:g}-{-lo:g}% (`experiments/freezing/mapped-rows.md`; runs trained with the "
-            "paper's recipe")
-    return text + ("." if "paper" in tier else ", not yet on runs trained with Adam).")
+            f"it lowered the validation perplexity of all {mapping['runs']} converged "
+            f"trained-input runs it was measured on ({made}) by {-hi:g}-{-lo:g}% "
+            "(`experiments/freezing/mapped-rows.md`)")
+    mine = "Adam" if "Adam" in tier else "paper recipe"
+    if mine not in recipes:
+        text += f"; not yet measured on runs trained with {mine}, as the tables above were"
+    return text + "."
 
 
 def recommended_flags(settings: dict) -> str:
