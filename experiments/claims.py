@@ -866,7 +866,8 @@ def map_sentence(flags: str, mapping: dict | None, tier: str) -> str | None:
             "(`experiments/freezing/mapped-rows.md`)")
     mine = "Adam" if "Adam" in tier else "paper recipe"
     if mine not in recipes:
-        text += f"; not yet measured on runs trained with {mine}, as the tables above were"
+        text += (f"; not yet measured on runs trained with {mine}, the recipe of the tables "
+                 "this recommendation comes from")
     return text + "."
 
 

@@ -35,12 +35,13 @@ QUARTER_LINES = 2508       # the converged tables' LM text (experiments/converge
 MODEL = dict(emb_size=100, hidden_size=256, dropout=0.4, dropouth=0.3, dropouti=0.65,
              dropoute=0.1, wdrop=0.5, schedule="plateau", gamma=0.5, patience=3)
 RARE = ("1", "2-5")        # test words seen 1-5 times in training
+RECOMMENDED = "recommended: "   # the recommended model's label, before its flags
 
 
 def configurations() -> dict[str, dict]:
     from lmlow import recommendation
     return {"standard (tied, random)": dict(tie=True, init=("random",)),
-            f"recommended: {recommendation.FLAGS}": dict(recommendation.SETTINGS)}
+            RECOMMENDED + recommendation.FLAGS: dict(recommendation.SETTINGS)}
 
 
 def main(argv=None) -> int:
@@ -81,7 +82,7 @@ def _demo(args) -> int:
              for label, folder in names.items()]
     if recommendation.EVAL_FLAGS:        # the recommended model scored as recommended
         rows.append(_row(f"recommended with {recommendation.EVAL_FLAGS}",
-                         RunDir(args.out / "runs" / f"{list(names.values())[-1]}.seed1"),
+                         RunDir(args.out / "runs" / f"{names[RECOMMENDED + recommendation.FLAGS]}.seed1"),
                          partial(evaluation, map_unseen_inputs=True)))
     table = _table(rows)
     verdict = conclusion(rows)
@@ -210,6 +211,7 @@ def conclusion(rows: list[dict]) -> str:
               f"{short(rare[0])} wins with perplexity {rare[0]['test_rare']:,.0f}, against "
               + listing([f"{short(r)} {r['test_rare']:,.0f}" for r in rare[1:]]) + ".")
     return first + " " + second
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,14 +6,34 @@ from __future__ import annotations
 
 import argparse
 import re
+import textwrap
 from pathlib import Path
 
 from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings, at_least,
                          int_list)
 
 
+class Formatter(argparse.HelpFormatter):
+    """argparse's help, wrapped at spaces only: a flag (``--map-unseen-inputs``), a path or a
+    command line in the help is never split at a hyphen, so it can be copied as printed."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(self._whitespace_matcher.sub(" ", text).strip(), width,
+                             break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text, width, indent):
+        return textwrap.fill(self._whitespace_matcher.sub(" ", text).strip(), width,
+                             initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=False)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: the flag, what is wrong, and where help is."""
+    """argparse with one-line errors: the flag, what is wrong, and where help is; help text
+    wrapped by :class:`Formatter`."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         # a value out of its range reads as lmlow's own checks do: "--lr -1: must be > 0"
@@ -133,7 +153,7 @@ def _train_parser(sub) -> None:
                        "(TOML or JSON with the names below, underscores for dashes), then flags.",
                        epilog=f"What the converged tables recommend: "
                        f"{recommendation.command('data/ptb', 'vectors.txt', 'runs/ours')}. "
-                       f"{recommendation.summary().replace('%', '%%')}")
+                       f"{recommendation.summary()}")
     p.add_argument("corpus", nargs="?", type=Path, help="corpus folder (with --resume: only if "
                    "the run's corpus moved, its new place, checked against the run's fingerprint)")
     p.add_argument("--out", type=Path, metavar="RUN_DIR", help="run folder to create")

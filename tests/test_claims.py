@@ -106,6 +106,20 @@ def test_the_recommendation_is_what_the_tables_say(name):
         assert text == claims.WHOLE[name]()
 
 
+def test_train_help_ends_with_the_recommendation_as_generated(capsys):
+    """`lmlow train --help` gives the recommended command and lmlow.recommendation's summary
+    word for word: argparse only re-wraps them, never at a hyphen (a flag printed as
+    "--map-\nunseen-inputs" cannot be copied) and never doubling a "%"."""
+    from lmlow import recommendation
+    from lmlow.parsers import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert recommendation.command("data/ptb", "vectors.txt", "runs/ours") in out
+    assert " ".join(recommendation.summary().split()) in out
+
+
 def test_the_recommendation_follows_the_first_tier_and_the_paired_rule(tmp_path):
     """A made-up paper-regime table where ours is clearly best, standard+pretraining level
     with it: the recommendation is ours, from that tier, level with standard+pretraining."""
@@ -732,7 +746,8 @@ def test_the_mapping_claim_pairs_each_run_with_itself(tmp_path):
     sentence = claims.map_sentence("--map-unseen-inputs", mapping, "the six trained with Adam")
     assert "all 3 converged trained-input runs it was measured on (3 trained with the paper's " \
         "recipe) by 1-1.2%" in sentence
-    assert sentence.endswith("not yet measured on runs trained with Adam, as the tables above were.")
+    assert sentence.endswith("not yet measured on runs trained with Adam, the recipe of the "
+                             "tables this recommendation comes from.")
     assert "not yet" not in claims.map_sentence("--map-unseen-inputs", mapping,
                                                 "the six under the paper's recipe (SGD + NT-ASGD)")
     _scored(tmp_path, "u/a.seed1", 400.0, 392.0, adam=True)
