@@ -12,13 +12,9 @@ source experiments/converged/common.sh
 E=experiments/freezing
 SOTU=data/sotu-q
 SOTU_VEC=vectors/sotu-q.100d.txt
-quarter
-vectors
-[ -f $SOTU/pretrain.txt ] || .venv/bin/python data_scripts/build_sotu_domain.py --out $SOTU
-if [ ! -f $SOTU_VEC ]; then
-  mkdir -p vectors && gzip -dc experiments/converged/vectors/sotu-q.100d.txt.gz > $SOTU_VEC.tmp
-  mv $SOTU_VEC.tmp $SOTU_VEC
-fi
+for f in $Q/train.txt "$VEC" $SOTU/train.txt $SOTU_VEC; do   # made by run.sh, from committed files
+  [ -f $f ] || { echo "$f: missing; run experiments/freezing/run.sh first" >&2; exit 1; }
+done
 $LM sweep $Q --grid $E/unfrozen.toml --extend-vocab --embeddings "$VEC" --seeds 1,2,3 \
     --jobs "${JOBS:-1}" --out $E/technical/adam-unfrozen "${MODEL[@]}" "${CONVERGE[@]}" --precision fp32
 $LM sweep $SOTU --grid $E/unfrozen.toml --extend-vocab --embeddings "$SOTU_VEC" --seeds 1,2,3 \
