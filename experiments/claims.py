@@ -648,11 +648,12 @@ def recommendation(root: Path = ROOT) -> dict:
                        f" (best: {best['configuration']} {best['valid ppl']:.1f})")
     evidence = "; ".join(where(tn, t) for tn, t in tables.items())
     pending = [t for t, _ in TIERS[:[t for t, _ in TIERS].index(tier)]]
-    mapping = mapping_claim(root)
+    mapping = mapping_claim(root)[1]
+    flags, optimisers = eval_flags(settings, mapping)
     return {"name": name, "settings": settings, "tier": tier, "tables": list(tables),
             "pending": pending,
             "evidence": evidence, "level_with": level, "freezing": freezing_evidence(root),
-            "eval_flags": eval_flags(settings, mapping), "mapping": mapping[1]}
+            "eval_flags": flags, "eval_optimizers": optimisers, "mapping": mapping}
 
 
 def freezing_evidence(root: Path = ROOT) -> dict:
@@ -785,15 +786,13 @@ MAP_CLAIM = ("mapping the unseen words' input rows lowers the trained-input mode
              "(`--map-unseen-inputs`, no training)")
 
 
-def _recipe(config: dict) -> str:
-    """The training recipe of a run, in the words of the tables' names."""
-    if config.get("optimizer") == "adam":
-        return "Adam"
-    return "paper recipe" if config.get("asgd") else config.get("optimizer", "?")
+# the training recipes the map is judged under: the name of each, how a user gets it
+RECIPES = {"sgd": "the paper's recipe (SGD + NT-ASGD: lmlow's defaults, `--preset paper`)",
+           "adam": "Adam (`--preset small`)"}
 
 
 def mapped_runs(root: Path = ROOT) -> list[tuple[str, float, float, str]]:
-    """(run, validation perplexity as trained, and with --map-unseen-inputs, its recipe) of
+    """(run, validation perplexity as trained, and with --map-unseen-inputs, its optimiser) of
     every converged committed run scored both ways: its ``eval_best_valid.json`` and the
     ``eval_mapped_valid.json`` kept beside it (experiments/freezing/mapped_rows.py,
     experiments/paper-regime/run.sh)."""
@@ -805,70 +804,72 @@ def mapped_runs(root: Path = ROOT) -> list[tuple[str, float, float, str]]:
             continue
         if json.loads(summary.read_text()).get("stopped_by") != "patience":
             continue                  # converged runs only, as every verdict here
-        config = run / "config.json"
+        config = json.loads((run / "config.json").read_text())
         found.append((str(run.relative_to(root)), json.loads(best.read_text())["perplexity"],
-                      json.loads(path.read_text())["perplexity"],
-                      _recipe(json.loads(config.read_text()) if config.exists() else {})))
+                      json.loads(path.read_text())["perplexity"], config["optimizer"]))
     return found
 
 
 def mapping_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[str, dict | None]:
     """Does the map lower the validation perplexity of the trained-input runs it was applied
     to? One paired difference per run (mapped minus as trained: the same model, the same
-    tokens), judged by the paired rule for each training recipe apart, the verdicts combined.
-    Returns (verdict, {"runs", "change_pct": [lowest, highest], "recipes": {recipe: runs}}
-    or None when no run was scored both ways)."""
+    tokens), judged by the paired rule for each optimiser apart (the map acts on rows the
+    optimiser never updated from data, so the answer may differ). Returns (the verdicts
+    combined, {optimiser: {"runs", "verdict", "change_pct": [lowest, highest]}} or None when
+    no run was scored both ways)."""
     out = out if out is not None else []
     runs = mapped_runs(root)
     if not runs:
         return "not tested", None
-    verdicts, recipes = [], {}
-    for recipe in sorted({r[3] for r in runs}):
-        group = [r for r in runs if r[3] == recipe]
+    by = {}
+    for opt in sorted({r[3] for r in runs}, key=lambda o: (o not in RECIPES, o)):
+        group = [r for r in runs if r[3] == opt]
         n = len(group)
-        recipes[recipe] = n
 
         def side(name: str, i: int) -> dict:
             return {"configuration": name, "seed list": list(range(1, n + 1)),
                     "valid ppls": [r[i] for r in group], "converged": f"{n}/{n}"}
         c = Comparison(side("unseen input rows mapped", 2), side("as trained", 1))
         names = ", ".join(r[0].removeprefix("experiments/") for r in group)
-        out.append(c.row(f"{MAP_CLAIM} ({recipe}: one difference per run, in this order: {names})"))
-        verdicts.append(c.verdict())
-    change = [100 * (m / t - 1) for _, t, m, _ in runs]
-    return combine(verdicts), {"runs": len(runs), "recipes": recipes,
-                               "change_pct": [round(min(change), 1), round(max(change), 1)]}
+        out.append(c.row(f"{MAP_CLAIM} ({opt}: one difference per run, in this order: {names})"))
+        change = [100 * (m / t - 1) for _, t, m, _ in group]
+        by[opt] = {"runs": n, "verdict": c.verdict(),
+                   "change_pct": [round(min(change), 1), round(max(change), 1)]}
+    return combine([g["verdict"] for g in by.values()]), by
 
 
-def eval_flags(settings: dict, mapping: tuple[str, dict | None]) -> str:
-    """The flags the recommendation adds to `lmlow eval`/`score`: --map-unseen-inputs when the
-    recommended model is one the map applies to (untied, input initialised from vectors and
-    trained) and the mapping claim holds."""
+def eval_flags(settings: dict, mapping: dict | None) -> tuple[str, list[str]]:
+    """The flag the recommendation adds to `lmlow eval`/`score` and the optimisers it is for:
+    --map-unseen-inputs when the recommended model is one the map applies to (untied, input
+    initialised from vectors and trained), for the optimisers under which the claim holds."""
     applies = (not settings.get("tie", True) and not settings.get("freeze_input")
                and "glove" in settings.get("init", []))
-    return "--map-unseen-inputs" if applies and mapping[0] == "holds" else ""
+    helped = [o for o, g in (mapping or {}).items() if g["verdict"] == "holds"]
+    return ("--map-unseen-inputs", helped) if applies and helped else ("", [])
 
 
-def map_sentence(flags: str, mapping: dict | None, tier: str) -> str | None:
-    """The recommendation's line on scoring with the map, when it recommends the flag: on how
-    many runs of which recipes it was measured, and whether the tier's recipe is among them."""
+def map_sentence(flags: str, mapping: dict | None) -> str | None:
+    """The recommendation's line on scoring with the map, when it recommends the flag: for
+    which training recipe, on how many runs, and what it did under each other recipe."""
     if not flags:
         return None
-    lo, hi = mapping["change_pct"]
-    recipes = mapping["recipes"]
-    made = ", ".join(f"{n} trained with {'the paper' + chr(39) + 's recipe' if r == 'paper recipe' else r}"
-                     for r, n in recipes.items())
-    text = (f"Where its vocabulary holds the vectors' words that its training text lacks "
-            f"(`--extend-vocab`, as in every table here), evaluate and score it with `{flags}` "
-            f"(`lmlow eval RUN {flags}`, `lmlow score RUN FILE {flags}`): with no training, "
-            f"it lowered the validation perplexity of all {mapping['runs']} converged "
-            f"trained-input runs it was measured on ({made}) by {-hi:g}-{-lo:g}% "
-            "(`experiments/freezing/mapped-rows.md`)")
-    mine = "Adam" if "Adam" in tier else "paper recipe"
-    if mine not in recipes:
-        text += (f"; not yet measured on runs trained with {mine}, the recipe of the tables "
-                 "this recommendation comes from")
-    return text + "."
+    def pct(g: dict) -> str:
+        lo, hi = g["change_pct"]
+        return f"{lo:+g} to {hi:+g}%" if lo != hi else f"{lo:+g}%"
+    held = [(o, g) for o, g in mapping.items() if g["verdict"] == "holds"]
+    rest = [(o, g) for o, g in mapping.items() if g["verdict"] != "holds"]
+    text = ("Where its vocabulary holds the vectors' words that its training text lacks "
+            "(`--extend-vocab`, as in every table here) and it was trained with "
+            + " or ".join(RECIPES.get(o, o) for o, _ in held)
+            + f", evaluate and score it with `{flags}` (`lmlow eval RUN {flags}`, `lmlow score "
+            f"RUN FILE {flags}`): with no training, it lowered the validation perplexity of all "
+            + " and ".join(f"{g['runs']} such converged runs by {-g['change_pct'][1]:g}-"
+                           f"{-g['change_pct'][0]:g}%" for _, g in held)
+            + " (`experiments/freezing/mapped-rows.md`).")
+    for o, g in rest:
+        text += (f" Not with {RECIPES.get(o, o)}: on {g['runs']} converged runs it changed it by "
+                 f"{pct(g)} ({g['verdict']}).")
+    return text
 
 
 def recommended_flags(settings: dict) -> str:
@@ -904,10 +905,12 @@ LEVEL_WITH = {rec["level_with"]!r}
 FREEZE_COSTS = {tuple(f["costs"]) if f["costs"] else None!r}
 FREEZE_PAIRS = {f["runs"]!r}
 FREEZE_MIN_TOKEN_COVERAGE = {f["coverage_rule"]!r}
-# what `lmlow eval` and `lmlow score` add for the recommended model ('': nothing), and the
-# sentence that gives the evidence for it (None without the flag)
+# what `lmlow eval` and `lmlow score` add for the recommended model ('': nothing), the
+# optimisers (Config.optimizer) of the models it is for, and the sentence that gives the
+# evidence for it (None without the flag)
 EVAL_FLAGS = {rec["eval_flags"]!r}
-EVAL_ADVICE = {map_sentence(rec["eval_flags"], rec["mapping"], rec["tier"])!r}
+EVAL_OPTIMIZERS = {tuple(rec["eval_optimizers"])!r}
+EVAL_ADVICE = {map_sentence(rec["eval_flags"], rec["mapping"])!r}
 
 
 def command(corpus: str = "CORPUS", vectors: str = "VECTORS", out: str = "RUN") -> str:
@@ -972,7 +975,7 @@ def recommendation_section(root: Path = ROOT) -> str:
     if f.get("partial"):
         lines.append(partial_freeze_sentence(f["partial"]))
     if rec["eval_flags"]:
-        lines.append(map_sentence(rec["eval_flags"], rec["mapping"], rec["tier"]))
+        lines.append(map_sentence(rec["eval_flags"], rec["mapping"]))
     if rec["pending"]:
         lines.append(f"Not yet complete (every seed of every planned run finished), and first "
                      f"in the order of evidence: "

@@ -15,10 +15,12 @@ LEVEL_WITH = []
 FREEZE_COSTS = (1.1, 60.8)
 FREEZE_PAIRS = 75
 FREEZE_MIN_TOKEN_COVERAGE = None
-# what `lmlow eval` and `lmlow score` add for the recommended model ('': nothing), and the
-# sentence that gives the evidence for it (None without the flag)
+# what `lmlow eval` and `lmlow score` add for the recommended model ('': nothing), the
+# optimisers (Config.optimizer) of the models it is for, and the sentence that gives the
+# evidence for it (None without the flag)
 EVAL_FLAGS = '--map-unseen-inputs'
-EVAL_ADVICE = "Where its vocabulary holds the vectors' words that its training text lacks (`--extend-vocab`, as in every table here), evaluate and score it with `--map-unseen-inputs` (`lmlow eval RUN --map-unseen-inputs`, `lmlow score RUN FILE --map-unseen-inputs`): with no training, it lowered the validation perplexity of all 6 converged trained-input runs it was measured on (6 trained with the paper's recipe) by 0.5-0.8% (`experiments/freezing/mapped-rows.md`); not yet measured on runs trained with Adam, the recipe of the tables this recommendation comes from."
+EVAL_OPTIMIZERS = ('sgd',)
+EVAL_ADVICE = "Where its vocabulary holds the vectors' words that its training text lacks (`--extend-vocab`, as in every table here) and it was trained with the paper's recipe (SGD + NT-ASGD: lmlow's defaults, `--preset paper`), evaluate and score it with `--map-unseen-inputs` (`lmlow eval RUN --map-unseen-inputs`, `lmlow score RUN FILE --map-unseen-inputs`): with no training, it lowered the validation perplexity of all 6 such converged runs by 0.5-0.8% (`experiments/freezing/mapped-rows.md`)."
 
 
 def command(corpus: str = "CORPUS", vectors: str = "VECTORS", out: str = "RUN") -> str:
