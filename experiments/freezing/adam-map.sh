@@ -19,4 +19,6 @@ $LM sweep $Q --grid $E/unfrozen.toml --extend-vocab --embeddings "$VEC" --seeds 
     --jobs "${JOBS:-1}" --out $E/technical/adam-unfrozen "${MODEL[@]}" "${CONVERGE[@]}" --precision fp32
 $LM sweep $SOTU --grid $E/unfrozen.toml --extend-vocab --embeddings "$SOTU_VEC" --seeds 1,2,3 \
     --jobs "${JOBS:-1}" --out $E/sotu/adam-unfrozen "${MODEL[@]}" "${CONVERGE[@]}" --precision fp32
+$LM report $E/technical/adam-unfrozen
+$LM report $E/sotu/adam-unfrozen
 ${PY:-.venv/bin/python} $E/mapped_rows.py
