@@ -149,7 +149,7 @@ def cmd_eval(args) -> None:
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     ev = run.evaluate(opts.split, args.corpus, reset_lines=opts.reset_lines)
     extra = {"interpolate": str(opts.interpolate), "weight": run.weight} if opts.interpolate else {}
-    mapped = (run.a if opts.interpolate else run).mapped_inputs if opts.map_unseen_inputs else None
+    mapped = run.mapped_inputs
     head = f"{args.run_dir}: {mapped.text()}\n" if mapped else ""
     text = "" if args.json else head + ev.text(name, run.lines_independent(opts.reset_lines))
     _print(text, args.json, evaluation_record(ev, mapped) | extra, indent=None)

@@ -121,6 +121,7 @@ class Scorer(ABC):
     corpus_path: Path
     unk_threshold: int
     carries_state: bool      # does the state cross line ends when not told to reset?
+    mapped_inputs = None     # what --map-unseen-inputs did to the model (lmlow.input_map)
 
     @abstractmethod
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:

@@ -76,6 +76,7 @@ class InterpolatedRun(Scorer):
         self.run_dir, self.vocab = a.run_dir, a.vocab
         self.corpus_path, self.unk_threshold = a.corpus_path, a.unk_threshold
         self.carries_state = a.carries_state or b.carries_state
+        self.mapped_inputs = a.mapped_inputs     # only the first model is ever mapped
         self.weight = weight if weight is not None else self.tune("valid", reset_lines)
 
     def tune(self, split: str, reset_lines: bool = False) -> float:
@@ -134,8 +135,7 @@ def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False) -> dict
         if data.get("checkpoint_mtime") == stamp:
             return data
     scorer = load(run.path, checkpoint=checkpoint, map_unseen_inputs=map_unseen_inputs)
-    data = (evaluation_record(scorer.evaluate(split), scorer.mapped_inputs if map_unseen_inputs
-                              else None) | {"checkpoint_mtime": stamp})
+    data = evaluation_record(scorer.evaluate(split), scorer.mapped_inputs) | {"checkpoint_mtime": stamp}
     atomic_write_json(cache, data)
     return data
 

@@ -265,8 +265,8 @@ def _training_length(points: list[dict], root: Path) -> list[str]:
 @functools.lru_cache(maxsize=None)
 def validations(run: str, root: Path = ROOT) -> dict[int, dict] | None:
     """A run's validations by epoch (RunDir.learning_curve: a resumed run's repeated update
-    counts once, its last row; within an epoch, the last validation), or None unless every one logs the per-bin perplexity (``valid_bins``, whose
-    *unseen* bin holds `<unk>` too)."""
+    counts once, its last row; within an epoch, the last validation), or None unless every one
+    logs the per-bin perplexity (``valid_bins``, whose *unseen* bin holds `<unk>` too)."""
     rows = {r["epoch"]: r for r in RunDir(root / run).learning_curve()}
     if not rows or any("valid_bins" not in r for r in rows.values()):
         return None
