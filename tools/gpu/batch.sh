@@ -5,7 +5,8 @@
 #   bash tools/gpu/batch.sh session       # a whole short loan in one call: the paper regime's
 #                                         # table started in the background (seed 1's five
 #                                         # runs at once, then seed 2's), the Transformer's
-#                                         # table beside it (TX_JOBS runs at once, default 3),
+#                                         # table beside it (TX_JOBS runs at once, default 3;
+#                                         # TX_JOBS=0: the paper regime alone),
 #                                         # the precision checks that count or compare (not
 #                                         # time) beside them, then watch; follow with `watch`
 #                                         # calls while time is left
@@ -126,7 +127,7 @@ session)
   # JOBS=10 trains both at once, if a loan is known to be long enough); the Transformer's
   # small runs beside it (TX_JOBS at once, default 3), then the counting checks
   paper_regime "${JOBS:-5}" "${SEEDS:-1 2}"
-  transformer_table "${TX_JOBS:-3}" "${TX_SEEDS:-1 2 3}"
+  [ "${TX_JOBS:-3}" = 0 ] || transformer_table "${TX_JOBS:-3}" "${TX_SEEDS:-1 2 3}"
   correct
   watch
   ;;
