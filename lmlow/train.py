@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lmlow.asgd import ScalerAwareASGD
 from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabulary,
                               device_name, fast_matmuls, load_checkpoint, make_scaler,
                               model_sizes, pick_device, pick_precision, precision_name,
@@ -273,10 +274,11 @@ class Trainer:
             if asgd:
                 # capturable on CUDA: its step counters live on the GPU, so an update does not
                 # wait for the device (.item() per parameter otherwise), and load_state_dict
-                # moves a resumed run's counters there too
-                return torch.optim.ASGD(self.params, lr=self.state.lr, t0=0, lambd=0.0,
-                                        weight_decay=cfg.wdecay,
-                                        capturable=self.device.type == "cuda")
+                # moves a resumed run's counters there too; scaler-aware, so that fp16's loss
+                # scaler hands it the overflow flag on the device instead of reading it
+                return ScalerAwareASGD(self.params, lr=self.state.lr, t0=0, lambd=0.0,
+                                       weight_decay=cfg.wdecay,
+                                       capturable=self.device.type == "cuda")
             # fused on CUDA: with fp16 the loss scaler hands it the overflow flag on the
             # device, where the unfused SGD makes the scaler wait for the GPU every update
             # (benchmarks/gpu_waits.py); on the CPU unfused, as every CPU table was made

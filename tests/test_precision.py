@@ -168,3 +168,96 @@ def test_a_report_names_the_precisions_and_warns_when_a_table_mixes_them(speech_
         assert "mixed precisions" in (sweep / "results.md").read_text() and "mixed precisions" in err
     else:
         assert "mixed" not in err
+
+
+@pytest.fixture
+def capturable_on_cpu(monkeypatch):
+    """torch allows ASGD's capturable form (its state on the device) only on accelerators;
+    its arithmetic is the same on the CPU, where these tests compare it."""
+    import torch.optim.asgd as asgd
+
+    monkeypatch.setattr(asgd, "_get_capturable_supported_devices", lambda *a, **k: ["cpu"])
+
+
+def _params(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(7, 5, generator=g).requires_grad_(), torch.randn(5, generator=g).requires_grad_()]
+
+
+@pytest.mark.parametrize("foreach", [False, True])
+def test_the_scaler_aware_asgd_is_asgd_and_skips_an_overflow_on_the_device(foreach,
+                                                                           capturable_on_cpu):
+    """Against torch's own ASGD (NT-ASGD's settings, a learning rate that changes per update
+    as lmlow's does with the BPTT length): with the overflow flag clear, the same weights,
+    average and counters bit for bit; with it set (gradients holding inf and nan), nothing
+    moves, as GradScaler's host-side skip would leave it."""
+    from lmlow.asgd import ScalerAwareASGD
+
+    kw = dict(lr=30.0, t0=0, lambd=0.0, weight_decay=1.2e-6, capturable=True, foreach=foreach)
+    ref_p, our_p = _params(0), _params(0)
+    ref, ours = torch.optim.ASGD(ref_p, **kw), ScalerAwareASGD(our_p, **kw)
+    g = torch.Generator().manual_seed(1)
+    for k in range(7):
+        overflow = k in (0, 3, 4)
+        grads = [torch.randn(p.shape, generator=g) for p in ref_p]
+        for opt, ps in ((ref, ref_p), (ours, our_p)):
+            for group in opt.param_groups:
+                group["lr"] = 30.0 * (0.8 + 0.05 * k)
+            for p, gr in zip(ps, grads):
+                p.grad = gr.clone()
+        if overflow:
+            our_p[0].grad[1, 2], our_p[1].grad[0] = float("inf"), float("nan")
+        ours.found_inf, ours.grad_scale = torch.tensor(float(overflow)), None
+        ours.step()
+        del ours.found_inf, ours.grad_scale
+        if not overflow:
+            ref.step()
+        for a, b in zip(ref_p, our_p):
+            assert torch.equal(a, b), f"update {k}: weights differ"
+            sa, sb = ref.state[a], ours.state[b]
+            if not sa:        # ASGD has not stepped yet; ours holds the state of no step
+                assert int(sb["step"]) == 0 and not sb["ax"].any()
+                continue
+            assert sa.keys() == sb.keys()
+            assert all(torch.equal(sa[n], sb[n]) for n in sa), f"update {k}: state differs"
+    assert int(ours.state[our_p[0]]["step"]) == 4
+
+
+def test_the_loss_scaler_steps_nt_asgd_without_reading_its_flag_on_the_host(capturable_on_cpu,
+                                                                            monkeypatch):
+    """GradScaler reads the overflow flag on the host (a wait for the GPU per update) before
+    stepping any optimiser that does not declare it takes the flag itself: the one lmlow makes
+    for NT-ASGD declares it, and a scaled, unscaled, clipped update (lmlow's order) lands
+    where unscaled ASGD lands."""
+    from lmlow.asgd import ScalerAwareASGD
+
+    def host_read(*a, **k):
+        raise AssertionError("GradScaler read the overflow flag on the host")
+
+    monkeypatch.setattr(torch.amp.GradScaler, "_maybe_opt_step", host_read)
+    kw = dict(lr=30.0, t0=0, lambd=0.0, weight_decay=1.2e-6, capturable=True)
+    ref_p, our_p = _params(2), _params(2)
+    ref, ours = torch.optim.ASGD(ref_p, **kw), ScalerAwareASGD(our_p, **kw)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16)
+    x = torch.randn(3, 7, generator=torch.Generator().manual_seed(3))
+    for _ in range(3):
+        ref.zero_grad()
+        (x @ ref_p[0] + ref_p[1]).square().mean().backward()
+        torch.nn.utils.clip_grad_norm_(ref_p, 0.25)
+        ref.step()
+        ours.zero_grad()
+        scaler.scale((x @ our_p[0] + our_p[1]).square().mean()).backward()
+        scaler.unscale_(ours)
+        torch.nn.utils.clip_grad_norm_(our_p, 0.25)
+        scaler.step(ours)
+        scaler.update()
+    assert all(torch.equal(a, b) for a, b in zip(ref_p, our_p))
+    assert all(torch.equal(ref.state[a]["ax"], ours.state[b]["ax"]) for a, b in zip(ref_p, our_p))
+
+
+def test_the_trainer_switches_to_the_scaler_aware_asgd(speech_corpus, tmp_path):
+    from lmlow.asgd import ScalerAwareASGD
+
+    t = Trainer(cfg(speech_corpus, optimizer="sgd", max_steps=1), tmp_path / "r", quiet=True)
+    t.start_averaging()
+    assert type(t.optimizer) is ScalerAwareASGD
