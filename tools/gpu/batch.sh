@@ -13,7 +13,9 @@
 #   bash tools/gpu/batch.sh checks        # the counting checks, then the timed ones, alone
 #   bash tools/gpu/batch.sh correct       # pytest -m gpu, waits per update, a bf16 GPU run
 #                                         # resumed on the CPU (they count: load does not matter)
-#   bash tools/gpu/batch.sh speed         # gpu_speed, transformer_speed (timings: a quiet GPU)
+#   bash tools/gpu/batch.sh speed         # gpu_speed, transformer_speed, the paper preset on
+#                                         # PTB for one epoch in each precision (timings: a
+#                                         # quiet GPU)
 #   bash tools/gpu/batch.sh paper-regime  # starts the paper regime's table (SEEDS, default 1;
 #                                         # JOBS runs at once, default 5) in the background,
 #                                         # then watches it until UNTIL seconds (default 540)
@@ -118,6 +120,19 @@ speed() {   # timings: alone on the GPU
   timeout 90 python3 benchmarks/transformer_speed.py --device cuda --precision fp32 bf16 --batch 64 \
       --bptt 128 --steps 10 --repeats 5 --json $R/transformer_speed.json > $R/transformer_speed.md 2>&1
   cat $R/transformer_speed.md
+  ptb_epochs
+}
+
+ptb_epochs() {   # the paper preset on PTB, one epoch in each precision: seconds and valid ppl
+  local p
+  for p in fp32 bf16 fp16; do
+    timeout 120 python3 -m lmlow.cli train data/ptb --out /tmp/ptb-$p --preset paper \
+        --device cuda --precision $p --max-epochs 1 --eval-batch-size 80 --quiet \
+        > $R/ptb-paper-$p.log 2>&1 && cp /tmp/ptb-$p/summary.json $R/ptb-paper-$p.json
+    python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print('ptb paper 1 epoch', \
+        s['precision'], s['train_seconds'], 's', s['tokens_per_s'], 'tokens/s, valid', \
+        round(s['best_valid_ppl'], 1))" $R/ptb-paper-$p.json 2>/dev/null || echo "ptb $p failed"
+  done
 }
 
 case "${1:-}" in
@@ -134,6 +149,7 @@ session)
 checks) correct; speed ;;
 correct) correct ;;
 speed) speed ;;
+ptb) ptb_epochs ;;
 paper-regime)
   paper_regime "${JOBS:-5}" "${SEEDS:-1}" || exit 1
   watch
@@ -143,5 +159,5 @@ transformer)
   watch
   ;;
 watch) watch ;;
-*) sed -n '2,33p' "$0"; exit 2 ;;
+*) sed -n '2,36p' "$0"; exit 2 ;;
 esac
