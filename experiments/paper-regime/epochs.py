@@ -5,6 +5,8 @@ first), where `lmlow report` has no summaries to read. Compares the configuratio
 training, not at convergence.
 
 Usage: python experiments/paper-regime/epochs.py FOLDER [--epochs 1 10 20 30 40 51] [--seed 1]
+       python experiments/paper-regime/epochs.py FOLDER --bins 51   (perplexity per training
+           frequency of the predicted word at that epoch, as each metrics row keeps it)
 """
 from __future__ import annotations
 
@@ -40,17 +42,32 @@ def table(folder: Path, epochs: list[int], seed: int) -> str:
     return "\n".join(lines)
 
 
+def bins(folder: Path, epoch: int, seed: int) -> str:
+    """Validation perplexity by the training count of the predicted word, at ``epoch``."""
+    names = [n for n in CONFIGS if (folder / f"{n}.seed{seed}" / "metrics.jsonl").is_file()]
+    per = {n: rows(folder / f"{n}.seed{seed}").get(epoch, {}).get("valid_bins", {}) for n in names}
+    keys = list(next((b for b in per.values() if b), {}))
+    lines = [f"| configuration (epoch {epoch}) | " + " | ".join(keys) + " |",
+             "|---|" + "---|" * len(keys)]
+    for n in names:
+        lines.append(f"| {n} | " + " | ".join(f"{per[n][k]:.1f}" if k in per[n] else "-"
+                                             for k in keys) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path, help="a sweep folder of the paper regime")
     ap.add_argument("--epochs", type=int, nargs="+", default=[1, 10, 20, 30, 40, 51],
                     help="epochs to show (>= 1)")
     ap.add_argument("--seed", type=int, default=1, help="which seed's runs (default 1)")
+    ap.add_argument("--bins", type=int, metavar="EPOCH",
+                    help="instead, the perplexity per training count of the predicted word at EPOCH")
     a = ap.parse_args(argv)
     if not a.folder.is_dir():
         print(f"epochs.py: {a.folder}: no such folder", file=sys.stderr)
         return 1
-    print(table(a.folder, a.epochs, a.seed))
+    print(bins(a.folder, a.bins, a.seed) if a.bins else table(a.folder, a.epochs, a.seed))
     return 0
 
 
