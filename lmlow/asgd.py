@@ -33,7 +33,7 @@ class ScalerAwareASGD(torch.optim.ASGD):
         if closure is not None:
             raise RuntimeError("a closure cannot be used with a loss scaler")
         grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
-        if grad_scale is not None:                 # the scaler did not unscale: divide here
+        if grad_scale is not None and grads:       # the scaler did not unscale: divide here
             torch._foreach_mul_(grads, grad_scale.reciprocal().to(grads[0].dtype))
         if not all(g["capturable"] for g in self.param_groups):
             if found_inf.item():                   # what GradScaler does: one wait, then skip

@@ -149,19 +149,22 @@ def cmd_eval(args) -> None:
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     ev = run.evaluate(opts.split, args.corpus, reset_lines=opts.reset_lines)
     extra = {"interpolate": str(opts.interpolate), "weight": run.weight} if opts.interpolate else {}
-    mapped = run.mapped_inputs
-    head = f"{args.run_dir}: {mapped.text()}\n" if mapped else ""
+    head = "".join(f"{args.run_dir}: {m.text()}\n"
+                   for m in (run.mapped_inputs, run.mapped_outputs) if m)
     text = "" if args.json else head + ev.text(name, run.lines_independent(opts.reset_lines))
-    _print(text, args.json, evaluation_record(ev, mapped) | extra, indent=None)
+    _print(text, args.json, evaluation_record(ev, run.mapped_inputs, run.mapped_outputs) | extra,
+           indent=None)
 
 
 def cmd_score(args) -> None:
     from lmlow.runs import load
 
     run = load(args.run_dir, args.checkpoint, args.device,
-               map_unseen_inputs=args.map_unseen_inputs)
-    if args.map_unseen_inputs:
-        print(f"lmlow: {args.run_dir}: {run.mapped_inputs.text()}", file=sys.stderr)
+               map_unseen_inputs=args.map_unseen_inputs,
+               map_unseen_outputs=args.map_unseen_outputs)
+    for mapped in (run.mapped_inputs, run.mapped_outputs):
+        if mapped:
+            print(f"lmlow: {args.run_dir}: {mapped.text()}", file=sys.stderr)
     for record in run.score_file(args.file):
         print(json.dumps(record))
 

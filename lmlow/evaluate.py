@@ -122,6 +122,7 @@ class Scorer(ABC):
     unk_threshold: int
     carries_state: bool      # does the state cross line ends when not told to reset?
     mapped_inputs = None     # what --map-unseen-inputs did to the model (lmlow.input_map)
+    mapped_outputs = None    # and --map-unseen-outputs
 
     @abstractmethod
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:

@@ -215,9 +215,10 @@ def _score_parser(sub) -> None:
                        "probabilities, OOV flags and totals.")
     add_run(p)
     p.add_argument("file", type=Path, help="text file, one sentence per line")
-    from lmlow.input_map import HELP as MAP_HELP
+    from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP
 
     p.add_argument("--map-unseen-inputs", action="store_true", help=MAP_HELP)
+    p.add_argument("--map-unseen-outputs", action="store_true", help=MAP_OUT_HELP)
     p.set_defaults(run="score")
 
 

@@ -17,7 +17,9 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
 from lmlow.files import atomic_write_json, read_json
-from lmlow.input_map import HELP as MAP_HELP, MappedInputs, map_unseen_inputs as map_unseen_inputs_of
+from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP, MappedInputs
+from lmlow.input_map import map_unseen_inputs as map_unseen_inputs_of
+from lmlow.input_map import map_unseen_outputs as map_unseen_outputs_of
 from lmlow.rundir import LSTM, NGRAM, RunDir
 
 
@@ -25,13 +27,14 @@ class LSTMRun(Scorer):
     """A trained (or initialised) AWD-LSTM run. LSTM-only options: the checkpoint, the device,
     the evaluation batch size (default: the run's; results do not depend on it beyond float
     rounding), the output-bias scale lambda of Kobayashi et al. (1: the trained model) and
-    ``map_unseen_inputs`` (lmlow.input_map; what it did: ``mapped_inputs``)."""
+    ``map_unseen_inputs``/``map_unseen_outputs`` (lmlow.input_map; what each did:
+    ``mapped_inputs``/``mapped_outputs``)."""
 
     carries_state = True
 
     def __init__(self, run_dir: Path, checkpoint: str | None = None, device: str = "auto",
                  batch_size: int | None = None, bias_scale: float = 1.0,
-                 map_unseen_inputs: bool = False):
+                 map_unseen_inputs: bool = False, map_unseen_outputs: bool = False):
         self.run = RunDir(run_dir).require(LSTM)
         self.run_dir = self.run.path
         self.checkpoint = checkpoint or self.run.default_checkpoint()
@@ -50,6 +53,9 @@ class LSTMRun(Scorer):
         self.mapped_inputs = (map_unseen_inputs_of(self.model, self.config, self.vocab.words,
                                                    self.vocab.count_array(), str(self.run_dir))
                               if map_unseen_inputs else None)
+        self.mapped_outputs = (map_unseen_outputs_of(self.model, self.config, self.vocab.words,
+                                                     self.vocab.count_array(), str(self.run_dir))
+                               if map_unseen_outputs else None)
 
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
         return lstm_logprobs(self.model, ids, self.vocab.eos_id, self.batch_size,
@@ -77,6 +83,7 @@ class InterpolatedRun(Scorer):
         self.corpus_path, self.unk_threshold = a.corpus_path, a.unk_threshold
         self.carries_state = a.carries_state or b.carries_state
         self.mapped_inputs = a.mapped_inputs     # only the first model is ever mapped
+        self.mapped_outputs = a.mapped_outputs
         self.weight = weight if weight is not None else self.tune("valid", reset_lines)
 
     def tune(self, split: str, reset_lines: bool = False) -> float:
@@ -92,8 +99,8 @@ class InterpolatedRun(Scorer):
 def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **lstm_options) -> Scorer:
     """Open a run folder as a scorer. ``checkpoint`` (default: best, or last for a run stopped
     before its first validation), ``device`` and ``lstm_options`` (``batch_size``,
-    ``bias_scale``, ``map_unseen_inputs``) apply to LSTM runs; an n-gram run refuses a
-    checkpoint or LSTM option."""
+    ``bias_scale``, ``map_unseen_inputs``, ``map_unseen_outputs``) apply to LSTM runs; an
+    n-gram run refuses a checkpoint or LSTM option."""
     run = RunDir(run_dir).require()
     if run.kind == NGRAM:
         from lmlow.ngram_run import NgramRun
@@ -107,10 +114,13 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
     return LSTMRun(run.path, checkpoint, device, **lstm_options)
 
 
-def evaluation_record(ev, mapped: MappedInputs | None = None) -> dict:
-    """An evaluation as `lmlow eval --json` prints it, with what --map-unseen-inputs did when it
-    was used (the record a run folder keeps as ``eval_mapped_*.json``)."""
-    return ev.to_dict() | ({"mapped_inputs": asdict(mapped)} if mapped else {})
+def evaluation_record(ev, mapped: MappedInputs | None = None,
+                      mapped_outputs: MappedInputs | None = None) -> dict:
+    """An evaluation as `lmlow eval --json` prints it, with what --map-unseen-inputs and
+    --map-unseen-outputs did when used (with the first alone: the record a run folder keeps
+    as ``eval_mapped_*.json``)."""
+    return (ev.to_dict() | ({"mapped_inputs": asdict(mapped)} if mapped else {})
+            | ({"mapped_outputs": asdict(mapped_outputs)} if mapped_outputs else {}))
 
 
 def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False) -> dict:
@@ -154,6 +164,7 @@ class EvalOptions:
     weight: float | None = setting(None, "with --interpolate: the weight w of RUN_DIR (none: "
                                    "tuned by EM on the validation split)", metavar="W")
     map_unseen_inputs: bool = setting(False, MAP_HELP, switch=True)
+    map_unseen_outputs: bool = setting(False, MAP_OUT_HELP, switch=True)
     RANGES: typing.ClassVar[dict] = {"batch_size": "[1, inf)", "weight": "[0, 1]"}
     CHOICES: typing.ClassVar[dict] = {"split": SPLITS}
 
@@ -166,7 +177,8 @@ def open_scorer(run_dir: Path, checkpoint: str | None = None, device: str = "aut
     if opts.weight is not None and not opts.interpolate:
         raise LmlowError("--weight needs --interpolate RUN_DIR2")
     run = load(run_dir, checkpoint, device, batch_size=opts.batch_size,
-               map_unseen_inputs=opts.map_unseen_inputs)
+               map_unseen_inputs=opts.map_unseen_inputs,
+               map_unseen_outputs=opts.map_unseen_outputs)
     if not opts.interpolate:
         return run, str(run_dir)
     mixed = InterpolatedRun(run, load(opts.interpolate, device=device), opts.weight,

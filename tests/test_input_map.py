@@ -141,3 +141,100 @@ def test_eval_and_score_with_the_map_on_a_real_run(speech_corpus, vectors, tmp_p
     assert kept["perplexity"] == pytest.approx(mapped["perplexity"], rel=1e-6)
     assert kept["checkpoint_mtime"] == (run / "best.pt").stat().st_mtime
     assert evaluation(RunDir(run), "test")["perplexity"] == pytest.approx(plain["perplexity"], rel=1e-6)
+
+
+class _Decoder(torch.nn.Module):
+    def __init__(self, rows: torch.Tensor):
+        super().__init__()
+        self.decoder = torch.nn.Linear(rows.shape[1], rows.shape[0])
+        with torch.no_grad():
+            self.decoder.weight.copy_(rows)
+
+
+def test_only_the_unpredicted_output_rows_with_a_vector_move_and_the_bias_stays(tmp_path):
+    """The output side: rows of the words never predicted (count 0) with a vector get the
+    affine image of their vectors fitted on the words predicted >= FIT_MIN times, however far
+    training pushed them; every other row and the whole bias stay bitwise."""
+    from lmlow.input_map import map_unseen_outputs
+
+    g = torch.Generator().manual_seed(4)
+    dim = 3
+    a, b = torch.randn(dim, dim, generator=g), torch.randn(dim, generator=g)
+    words = [f"w{i}" for i in range(26)]
+    counts = np.array([FIT_MIN + i for i in range(20)] + [1, 0, 0, 0, 0, 2])
+    vec = torch.randn(25, dim, generator=g)             # w25 has no vector
+    (tmp_path / "v.txt").write_text("".join(
+        f"{w} " + " ".join(f"{v:.6f}" for v in row.tolist()) + "\n" for w, row in zip(words, vec)))
+    vec = torch.tensor(np.loadtxt(tmp_path / "v.txt", usecols=range(1, dim + 1)), dtype=torch.float32)
+    trained = torch.randn(26, dim, generator=g)
+    trained[:20] = vec[:20] @ a + b
+    trained[21:25] = -40.0 * vec[21:25].abs()          # pushed far down: no check refuses them
+    model = _Decoder(trained)
+    bias = model.decoder.bias.detach().clone()
+    cfg = Config(tie=False, init=("glove", "glove-output"), embeddings=str(tmp_path / "v.txt"))
+    got = map_unseen_outputs(model, cfg, words, counts, "run")
+    after = model.decoder.weight.detach()
+    assert (got.rows, got.fit_words) == (4, 20) and got.r2 == pytest.approx(1.0, abs=1e-9)
+    assert torch.allclose(after[21:25], vec[21:25] @ a + b, atol=1e-4)
+    assert torch.equal(after[:21], trained[:21]) and torch.equal(after[25], trained[25])
+    assert torch.equal(model.decoder.bias.detach(), bias)
+    assert got.text().startswith("output rows of 4 words never predicted in training mapped")
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(tie=True, init=("glove", "glove-output"), embeddings="v.txt"), "untied runs"),
+    (dict(tie=False, init=("glove",), embeddings="v.txt"), r"initialised from vectors \(--init glove-output\)"),
+    (dict(tie=False, init=("glove-output",), embeddings="v.txt", freeze_output=True), "were frozen"),
+    (dict(tie=False, init=("glove-output",), embeddings="nowhere.txt"),
+     "nowhere.txt: the run's --embeddings file is not there; --map-unseen-outputs"),
+])
+def test_runs_the_output_map_does_not_apply_to_are_refused_in_one_line(settings, message, tmp_path,
+                                                                       monkeypatch):
+    from lmlow.input_map import map_unseen_outputs
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "v.txt").write_text("a 0.1 0.2\nb 0.2 0.1\n")
+    with pytest.raises(LmlowError, match=message):
+        map_unseen_outputs(_Decoder(torch.tensor([[-0.1, -0.2], [0.0, 0.0]])), Config(**settings),
+                           ["a", "b"], np.array([0, 9]), "run")
+
+
+def test_eval_and_score_with_the_output_map_on_a_real_run(speech_corpus, vectors, tmp_path):
+    """A tiny untied run with pretrained output rows and vectors for 5 test words its training
+    text lacks: `eval --map-unseen-outputs` maps exactly the output rows of the vector words
+    never predicted, says so, and changes the perplexity; with both flags both are reported;
+    `score` says so on stderr; a run without pretrained output rows is refused in one line."""
+    train_words = set((speech_corpus / "train.txt").read_text().split())
+    extra = [w for w in dict.fromkeys((speech_corpus / "test.txt").read_text().split())
+             if w not in train_words][:5]
+    lines = vectors.read_text().splitlines()
+    vec = tmp_path / "v.txt"
+    vec.write_text("\n".join(lines + [w + " " + " ".join(f"{float(x) + 0.01 * i:.5f}" for x in
+                                      lines[i].split()[1:]) for i, w in enumerate(extra)]) + "\n")
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    r = lmlow("train", speech_corpus, "--out", run, "--preset", "tiny", "--tie", "no", "--init",
+              "glove,glove-output", "--embeddings", vec, "--extend-vocab", "--max-epochs", "2",
+              "--threads", "1", cache=cache)
+    assert r.returncode == 0, r.stderr
+    plain = json.loads(lmlow("eval", run, "--split", "test", "--json", cache=cache, check=True).stdout)
+    out = json.loads(lmlow("eval", run, "--split", "test", "--json", "--map-unseen-outputs",
+                           cache=cache, check=True).stdout)
+    unpredicted = {line.split()[0] for line in vec.read_text().splitlines()} - train_words - {"<eos>"}
+    assert set(extra) <= unpredicted
+    assert out["mapped_outputs"]["rows"] == len(unpredicted) and "mapped_inputs" not in out
+    assert out["tokens"] == plain["tokens"] and out["perplexity"] != plain["perplexity"]
+    both = json.loads(lmlow("eval", run, "--split", "test", "--json", "--map-unseen-outputs",
+                            "--map-unseen-inputs", cache=cache, check=True).stdout)
+    assert both["mapped_outputs"] == out["mapped_outputs"] and both["mapped_inputs"]["rows"] == len(unpredicted)
+    text = lmlow("eval", run, "--map-unseen-outputs", cache=cache, check=True).stdout
+    assert f"output rows of {len(unpredicted)} words never predicted in training" in text.splitlines()[0]
+    f = tmp_path / "s.txt"
+    f.write_text(" ".join(sorted(train_words)[:4]) + "\n")
+    r = lmlow("score", run, f, "--map-unseen-outputs", cache=cache, check=True)
+    assert "never predicted in training mapped" in r.stderr and json.loads(r.stdout.splitlines()[0])
+    other = tmp_path / "other"
+    assert lmlow("train", speech_corpus, "--out", other, "--preset", "tiny", "--max-steps", "2",
+                 "--threads", "1", cache=cache).returncode == 0
+    r = lmlow("eval", other, "--map-unseen-outputs", cache=cache)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+    assert "--map-unseen-outputs needs a run whose output rows" in r.stderr

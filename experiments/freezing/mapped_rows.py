@@ -49,17 +49,6 @@ def pairs() -> list[tuple[Path, int, bool]]:
     return found
 
 
-def map_unseen_outputs(run) -> None:
-    """A lead, not a flag yet: the same map on the output side. The output rows of the words
-    never seen as targets (count 0, `<unk>` among them at K=0) are only ever pushed down in
-    training; give them their vectors mapped by the map fitted on the output rows of the
-    words read at least 6 times (lmlow.input_map.map_rows; the bias stays as trained)."""
-    from lmlow.input_map import map_rows, run_vectors
-
-    vectors, found = run_vectors(run.config, run.vocab.words)
-    map_rows(run.model.decoder.weight, vectors, found, run.vocab.count_array(), str(run.run_dir))
-
-
 def after_unseen(ev) -> float:
     return {b["bin"]: b["perplexity"] for b in ev.context_bins}["unseen"]
 
@@ -86,8 +75,8 @@ def main() -> int:
         frozen = load(table / f"{FROZEN}.seed{seed}", device="cpu") if twin else None
         trained = load(table / f"{TRAINED}.seed{seed}", device="cpu")
         mapped = load(table / f"{TRAINED}.seed{seed}", device="cpu", map_unseen_inputs=True)
-        both = load(table / f"{TRAINED}.seed{seed}", device="cpu", map_unseen_inputs=True)
-        map_unseen_outputs(both)
+        both = load(table / f"{TRAINED}.seed{seed}", device="cpu", map_unseen_inputs=True,
+                    map_unseen_outputs=True)
         m = mapped.mapped_inputs
         for split in ("valid", "test"):
             f, t, x, y = (run.evaluate(split) if run else None
@@ -114,9 +103,9 @@ def main() -> int:
              "by their vectors through a linear map fitted on the words read at least 6 times; "
              "nothing is trained again. *rows*: words mapped (words fitted on, R^2 of the fit). "
              "Perplexity on the whole split; *after unseen*: on the tokens that follow a word "
-             "read 0 times (`<unk>` apart). *inputs and outputs mapped* (a lead, not a flag "
-             "yet): the output rows of the words never seen as targets (`<unk>` among them) "
-             "also mapped from their vectors, by a map fitted on the output rows of the words "
+             "read 0 times (`<unk>` apart). *inputs and outputs mapped* (`lmlow eval "
+             "--map-unseen-inputs --map-unseen-outputs`): the output rows of the words never "
+             "seen as targets (`<unk>` among them) also mapped from their vectors, by a map fitted on the output rows of the words "
              "read at least 6 times, the bias as trained; *excluding `<unk>`*: the perplexity "
              "without the `<unk>` targets, trained / inputs mapped / both mapped, since much of "
              "the output side's gain is on `<unk>`.", "",
