@@ -29,8 +29,8 @@ def rows(run: Path) -> dict[int, dict]:
 
 
 def table(folder: Path, epochs: list[int], seed: int) -> str:
-    head = "| configuration | " + " | ".join(f"epoch {e}" for e in epochs) + " | optimiser at the last |"
-    lines = [head, "|---|" + "---|" * (len(epochs) + 1)]
+    lines = ["| configuration | " + " | ".join(f"epoch {e}" for e in epochs)
+             + " | optimiser at the last |", "|---|" + "---|" * (len(epochs) + 1)]
     for name in CONFIGS:
         run = folder / f"{name}.seed{seed}"
         if not (run / "metrics.jsonl").is_file():
@@ -61,8 +61,8 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, nargs="+", default=[1, 10, 20, 30, 40, 51],
                     help="epochs to show (>= 1)")
     ap.add_argument("--seed", type=int, default=1, help="which seed's runs (default 1)")
-    ap.add_argument("--bins", type=int, metavar="EPOCH",
-                    help="instead, the perplexity per training count of the predicted word at EPOCH")
+    ap.add_argument("--bins", type=int, metavar="EPOCH", help="instead, the perplexity per "
+                    "training count of the predicted word at EPOCH")
     a = ap.parse_args(argv)
     if not a.folder.is_dir():
         print(f"epochs.py: {a.folder}: no such folder", file=sys.stderr)
