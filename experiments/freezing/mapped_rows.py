@@ -106,9 +106,10 @@ def main() -> int:
              "read 0 times (`<unk>` apart). *inputs and outputs mapped* (`lmlow eval "
              "--map-unseen-inputs --map-unseen-outputs`): the output rows of the words never "
              "seen as targets (`<unk>` among them) also mapped from their vectors, by a map "
-             "fitted on the output rows of the words read at least 6 times, the bias as trained; *excluding `<unk>`*: the perplexity "
-             "without the `<unk>` targets, trained / inputs mapped / both mapped, since much of "
-             "the output side's gain is on `<unk>`.", "",
+             "fitted on the output rows of the words read at least 6 times, the bias as "
+             "trained; *excluding `<unk>`*: the perplexity without the `<unk>` targets, "
+             "trained / inputs mapped / both mapped, since much of the output side's gain "
+             "is on `<unk>`.", "",
              "| table | seed | rows (fit, R^2) | split | frozen | trained | trained, mapped | "
              "after unseen: frozen / trained / mapped | inputs and outputs mapped | "
              "excluding `<unk>`: trained / mapped / both |",
