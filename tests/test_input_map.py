@@ -30,6 +30,14 @@ class _Model(torch.nn.Module):
             self.encoder.weight.copy_(rows)
 
 
+def _vector_file(path, words, vec: torch.Tensor) -> torch.Tensor:
+    """Write ``vec`` as a GloVe text file for the first len(vec) words; the vectors as read
+    back (rounded to the file's 6 decimals)."""
+    path.write_text("".join(f"{w} " + " ".join(f"{v:.6f}" for v in row.tolist()) + "\n"
+                            for w, row in zip(words, vec)))
+    return torch.tensor(np.loadtxt(path, usecols=range(1, vec.shape[1] + 1)), dtype=torch.float32)
+
+
 def test_only_the_unread_words_with_a_vector_move_and_land_where_the_map_puts_them(tmp_path):
     """30 words read >= FIT_MIN times whose trained rows are an affine image of their vectors,
     2 read 3 times, 3 never read (with a vector), 1 never read without a vector: the 3 get
@@ -39,10 +47,7 @@ def test_only_the_unread_words_with_a_vector_move_and_land_where_the_map_puts_th
     a, b = torch.randn(dim, dim, generator=g), torch.randn(dim, generator=g)
     words = [f"w{i}" for i in range(36)]
     counts = np.array([FIT_MIN + i for i in range(30)] + [3, 3, 0, 0, 0, 0])
-    vec = torch.randn(35, dim, generator=g)            # w35 has no vector
-    (tmp_path / "v.txt").write_text("".join(
-        f"{w} " + " ".join(f"{v:.6f}" for v in row.tolist()) + "\n" for w, row in zip(words, vec)))
-    vec = torch.tensor(np.loadtxt(tmp_path / "v.txt", usecols=range(1, dim + 1)), dtype=torch.float32)
+    vec = _vector_file(tmp_path / "v.txt", words, torch.randn(35, dim, generator=g))  # w35: none
     trained = torch.randn(36, dim, generator=g)
     trained[:30] = vec[:30] @ a + b
     trained[32:35] = 0.9 * vec[32:35]              # unread: the vectors, shrunk by weight decay
@@ -162,10 +167,7 @@ def test_only_the_unpredicted_output_rows_with_a_vector_move_and_the_bias_stays(
     a, b = torch.randn(dim, dim, generator=g), torch.randn(dim, generator=g)
     words = [f"w{i}" for i in range(26)]
     counts = np.array([FIT_MIN + i for i in range(20)] + [1, 0, 0, 0, 0, 2])
-    vec = torch.randn(25, dim, generator=g)             # w25 has no vector
-    (tmp_path / "v.txt").write_text("".join(
-        f"{w} " + " ".join(f"{v:.6f}" for v in row.tolist()) + "\n" for w, row in zip(words, vec)))
-    vec = torch.tensor(np.loadtxt(tmp_path / "v.txt", usecols=range(1, dim + 1)), dtype=torch.float32)
+    vec = _vector_file(tmp_path / "v.txt", words, torch.randn(25, dim, generator=g))  # w25: none
     trained = torch.randn(26, dim, generator=g)
     trained[:20] = vec[:20] @ a + b
     trained[21:25] = -40.0 * vec[21:25].abs()          # pushed far down: no check refuses them
