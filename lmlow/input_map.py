@@ -147,17 +147,23 @@ def map_rows(weight: torch.Tensor, vectors: torch.Tensor, found: np.ndarray, cou
     return MappedInputs(rows=int(rows.sum()), fit_words=int(fit.sum()), r2=r2)
 
 
+def _same_width(initial: torch.Tensor, weight: torch.Tensor, cfg: Config, side: str) -> None:
+    if initial.shape[1] != weight.shape[1]:
+        raise LmlowError(f"{cfg.embeddings}: {initial.shape[1]}-d vectors, but the run's {side} "
+                         f"rows are {weight.shape[1]}-d")
+
+
 def map_unseen_inputs(model: torch.nn.Module, cfg: Config, words: list[str], counts: np.ndarray,
-                      where: str) -> MappedInputs:
+                      where: str, vectors: tuple[torch.Tensor, np.ndarray] | None = None
+                      ) -> MappedInputs:
     """Replace, in ``model`` (in place), the input rows of the words with a vector and a
     training count of 0 by their vectors mapped into the trained space (module docstring).
-    ``counts`` are the run's training counts, aligned with ``words``."""
+    ``counts`` are the run's training counts, aligned with ``words``; ``vectors``, the run's
+    vectors as ``run_vectors`` gives them (read from the file when not given)."""
     mappable(cfg, where)
-    initial, found = run_vectors(cfg, words)
+    initial, found = vectors or run_vectors(cfg, words)
     weight = model.encoder.weight
-    if initial.shape[1] != weight.shape[1]:
-        raise LmlowError(f"{cfg.embeddings}: {initial.shape[1]}-d vectors, but the run's input "
-                         f"rows are {weight.shape[1]}-d")
+    _same_width(initial, weight, cfg, "input")
     if not (cfg.optimizer == "adam" and cfg.wdecay > 0):
         # Adam's L2 decay moves every coordinate by about lr a step whatever its size: the
         # unread rows lose their direction (cosine ~0 in a test run), so nothing to check
@@ -182,15 +188,30 @@ def outputs_mappable(cfg: Config, where: str) -> None:
 
 
 def map_unseen_outputs(model: torch.nn.Module, cfg: Config, words: list[str],
-                       counts: np.ndarray, where: str) -> MappedOutputs:
+                       counts: np.ndarray, where: str,
+                       vectors: tuple[torch.Tensor, np.ndarray] | None = None) -> MappedOutputs:
     """Replace, in ``model`` (in place), the output rows of the words with a vector and a
     training count of 0 by their vectors mapped into the trained output space (module
     docstring). No check that those rows are still the file's vectors: training pushed them
     away from every hidden state, so they are not (the dimensions are checked)."""
     outputs_mappable(cfg, where)
-    initial, found = run_vectors(cfg, words, "--map-unseen-outputs")
+    initial, found = vectors or run_vectors(cfg, words, "--map-unseen-outputs")
     weight = model.decoder.weight
-    if initial.shape[1] != weight.shape[1]:
-        raise LmlowError(f"{cfg.embeddings}: {initial.shape[1]}-d vectors, but the run's output "
-                         f"rows are {weight.shape[1]}-d")
+    _same_width(initial, weight, cfg, "output")
     return MappedOutputs(**vars(map_rows(weight, initial, found, counts, where)))
+
+
+def map_unseen(model: torch.nn.Module, cfg: Config, words: list[str], counts: np.ndarray,
+               where: str, inputs: bool = False, outputs: bool = False
+               ) -> tuple[MappedInputs | None, MappedOutputs | None]:
+    """The maps asked for (``--map-unseen-inputs``, ``--map-unseen-outputs``), each refused
+    before any file is read, the run's vectors read once for both."""
+    if inputs:
+        mappable(cfg, where)
+    if outputs:
+        outputs_mappable(cfg, where)
+    if not (inputs or outputs):
+        return None, None
+    vectors = run_vectors(cfg, words, "--map-unseen-inputs" if inputs else "--map-unseen-outputs")
+    return (map_unseen_inputs(model, cfg, words, counts, where, vectors) if inputs else None,
+            map_unseen_outputs(model, cfg, words, counts, where, vectors) if outputs else None)

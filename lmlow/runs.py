@@ -17,9 +17,7 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
 from lmlow.files import atomic_write_json, read_json
-from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP, MappedInputs
-from lmlow.input_map import map_unseen_inputs as map_unseen_inputs_of
-from lmlow.input_map import map_unseen_outputs as map_unseen_outputs_of
+from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP, MappedInputs, map_unseen
 from lmlow.rundir import LSTM, NGRAM, RunDir
 
 
@@ -50,12 +48,9 @@ class LSTMRun(Scorer):
         self.unk_threshold = self.config.unk_threshold
         self.batch_size = batch_size or self.config.eval_batch_size
         self.bias_scale = bias_scale
-        self.mapped_inputs = (map_unseen_inputs_of(self.model, self.config, self.vocab.words,
-                                                   self.vocab.count_array(), str(self.run_dir))
-                              if map_unseen_inputs else None)
-        self.mapped_outputs = (map_unseen_outputs_of(self.model, self.config, self.vocab.words,
-                                                     self.vocab.count_array(), str(self.run_dir))
-                               if map_unseen_outputs else None)
+        self.mapped_inputs, self.mapped_outputs = map_unseen(
+            self.model, self.config, self.vocab.words, self.vocab.count_array(), str(self.run_dir),
+            inputs=map_unseen_inputs, outputs=map_unseen_outputs)
 
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
         return lstm_logprobs(self.model, ids, self.vocab.eos_id, self.batch_size,
@@ -145,7 +140,8 @@ def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False) -> dict
         if data.get("checkpoint_mtime") == stamp:
             return data
     scorer = load(run.path, checkpoint=checkpoint, map_unseen_inputs=map_unseen_inputs)
-    data = evaluation_record(scorer.evaluate(split), scorer.mapped_inputs) | {"checkpoint_mtime": stamp}
+    data = (evaluation_record(scorer.evaluate(split), scorer.mapped_inputs)
+            | {"checkpoint_mtime": stamp})
     atomic_write_json(cache, data)
     return data
 
