@@ -39,6 +39,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 from lmlow.analysis.stats import alc  # noqa: E402  (the same ALC as `lmlow compare`)
 from lmlow.paired import FLOOR, Paired  # noqa: E402  (the paired rule of `lmlow report --paired`)
+from lmlow.rundir import evaluation_name  # noqa: E402  (the mapped evaluations' file names)
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 REC_START, REC_END = "<!-- recommendation:start -->", "<!-- recommendation:end -->"
@@ -649,11 +650,10 @@ def recommendation(root: Path = ROOT) -> dict:
     evidence = "; ".join(where(tn, t) for tn, t in tables.items())
     pending = [t for t, _ in TIERS[:[t for t, _ in TIERS].index(tier)]]
     mapping = mapping_claim(root)[1]
-    flags, optimisers = eval_flags(settings, mapping)
     return {"name": name, "settings": settings, "tier": tier, "tables": list(tables),
             "pending": pending,
             "evidence": evidence, "level_with": level, "freezing": freezing_evidence(root),
-            "eval_flags": flags, "eval_optimizers": optimisers, "mapping": mapping}
+            "eval_flags": eval_flags(settings, mapping), "mapping": mapping}
 
 
 def freezing_evidence(root: Path = ROOT) -> dict:
@@ -784,92 +784,156 @@ def coverage_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[str
 
 MAP_CLAIM = ("mapping the unseen words' input rows lowers the trained-input model's perplexity "
              "(`--map-unseen-inputs`, no training)")
+INPUTS, OUTPUTS = "--map-unseen-inputs", "--map-unseen-outputs"
+BOTH = f"{INPUTS} {OUTPUTS}"
+# the maps `lmlow eval`/`score` can apply, each with its claim and the name of the evaluation a
+# run folder keeps with it (eval_<name>_valid.json; lmlow.rundir.evaluation_name), simplest first
+MAPS = {INPUTS: (MAP_CLAIM, evaluation_name(True, False)),
+        OUTPUTS: ("mapping the never-predicted words' output rows lowers the trained-output "
+                  "model's perplexity (`--map-unseen-outputs`, no training)",
+                  evaluation_name(False, True)),
+        BOTH: ("mapping the unseen words' input rows and the never-predicted words' output rows "
+               "lowers the model's perplexity (`--map-unseen-inputs --map-unseen-outputs`, no "
+               "training)", evaluation_name(True, True))}
+MAP_CHOICE = "adding a map lowers the perplexity of the simpler maps that help"
 
 
-# the training recipes the map is judged under: the name of each, how a user gets it
+# the training recipes the maps are judged under: the name of each, how a user gets it
 RECIPES = {"sgd": "the paper's recipe (SGD + NT-ASGD: lmlow's defaults, `--preset paper`)",
            "adam": "Adam (`--preset small`)"}
 
 
-def mapped_runs(root: Path = ROOT) -> list[tuple[str, float, float, str]]:
-    """(run, validation perplexity as trained, and with --map-unseen-inputs, its optimiser) of
-    every converged committed run scored both ways: its ``eval_best_valid.json`` and the
-    ``eval_mapped_valid.json`` kept beside it (experiments/freezing/mapped_rows.py,
-    experiments/paper-regime/run.sh)."""
+def mapped_runs(root: Path = ROOT) -> list[dict]:
+    """Every converged committed run scored as trained (``eval_best_valid.json``) and with at
+    least one of the maps (experiments/freezing/mapped_rows.py, experiments/paper-regime/
+    run.sh): {"run", "optimiser", "trained": its validation record, "maps": {flags: record}}."""
     found = []
-    for path in sorted((root / "experiments").glob("**/eval_mapped_valid.json")):
-        run = path.parent
-        best, summary = run / "eval_best_valid.json", run / "summary.json"
-        if not (best.exists() and summary.exists()):
+    for best in sorted((root / "experiments").glob("**/eval_best_valid.json")):
+        run = best.parent
+        maps = {flags: json.loads((run / f"eval_{name}_valid.json").read_text())
+                for flags, (_, name) in MAPS.items() if (run / f"eval_{name}_valid.json").exists()}
+        summary = run / "summary.json"
+        if not (maps and summary.exists()):
             continue
         if json.loads(summary.read_text()).get("stopped_by") != "patience":
             continue                  # converged runs only, as every verdict here
         config = json.loads((run / "config.json").read_text())
-        found.append((str(run.relative_to(root)), json.loads(best.read_text())["perplexity"],
-                      json.loads(path.read_text())["perplexity"], config["optimizer"]))
+        found.append({"run": str(run.relative_to(root)), "optimiser": config["optimizer"],
+                      "trained": json.loads(best.read_text()), "maps": maps})
     return found
 
 
-def mapping_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[str, dict | None]:
-    """Does the map lower the validation perplexity of the trained-input runs it was applied
-    to? One paired difference per run (mapped minus as trained: the same model, the same
-    tokens), judged by the paired rule for each optimiser apart (the map acts on rows the
-    optimiser never updated from data, so the answer may differ). Returns (the verdicts
-    combined, {optimiser: {"runs", "verdict", "change_pct": [lowest, highest]}} or None when
-    no run was scored both ways)."""
+def _compare(group: list[dict], better: tuple[str, str], worse: tuple[str, str]) -> Comparison:
+    """Two ways of scoring the same runs, one paired difference per run (the same model, the
+    same tokens): each side is (its name, the flags of its map, or "" as trained)."""
+    def side(name: str, flags: str) -> dict:
+        ppls = [(r["maps"][flags] if flags else r["trained"])["perplexity"] for r in group]
+        return {"configuration": name, "seed list": list(range(1, len(group) + 1)),
+                "valid ppls": ppls, "converged": f"{len(group)}/{len(group)}"}
+    return Comparison(side(*better), side(*worse))
+
+
+def _pct(group: list[dict], flags: str, key: str = "perplexity") -> list[float]:
+    """The map's change in % of the perplexity as trained, lowest and highest over the runs."""
+    change = [100 * (r["maps"][flags][key] / r["trained"][key] - 1) for r in group
+              if key in r["maps"][flags] and key in r["trained"]]
+    return [round(min(change), 1), round(max(change), 1)] if change else []
+
+
+def mapping_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[dict, dict | None]:
+    """Does each map lower the validation perplexity of the runs it was applied to? One
+    paired difference per run (mapped minus as trained), judged by the paired rule for each
+    optimiser apart (the maps act on rows the optimiser never updated from data, so the answer
+    may differ). Then, per optimiser, which map to use: the simplest that helps, unless one
+    with more flags is clearly better than it on the same runs (one more row per such
+    comparison). Returns ({each map's claim: its verdicts combined}, {optimiser: {"choice": flags or "",
+    flags: {"runs", "verdict", "change_pct", "change_pct_excluding_unk"}}} or None when no
+    run was scored with a map)."""
     out = out if out is not None else []
     runs = mapped_runs(root)
     if not runs:
-        return "not tested", None
-    by = {}
-    for opt in sorted({r[3] for r in runs}, key=lambda o: (o not in RECIPES, o)):
-        group = [r for r in runs if r[3] == opt]
-        n = len(group)
+        return {claim: "not tested" for claim, _ in MAPS.values()}, None
+    by: dict = {}
+    verdicts: dict = {flags: [] for flags in MAPS}
+    order = [*RECIPES]
+    for opt in sorted({r["optimiser"] for r in runs},
+                      key=lambda o: (order.index(o) if o in order else len(order), o)):
+        by[opt] = {"choice": ""}
+        for flags, (claim, _) in MAPS.items():
+            group = [r for r in runs if r["optimiser"] == opt and flags in r["maps"]]
+            if not group:
+                continue
+            c = _compare(group, ("mapped", flags), ("as trained", ""))
+            names = ", ".join(r["run"].removeprefix("experiments/") for r in group)
+            out.append(c.row(f"{claim} ({opt}: one difference per run, in this order: {names})"))
+            verdicts[flags].append(c.verdict())
+            by[opt][flags] = {"runs": len(group), "verdict": c.verdict(),
+                              "change_pct": _pct(group, flags),
+                              "change_pct_excluding_unk": _pct(group, flags,
+                                                               "perplexity_excluding_unk")}
+            if c.verdict() != "holds":
+                continue
+            chosen = by[opt]["choice"]
+            if not chosen:
+                by[opt]["choice"] = flags
+                continue
+            both = [r for r in group if chosen in r["maps"]]
+            more = _compare(both, (flags, flags), (chosen, chosen))
+            out.append(more.row(f"{MAP_CHOICE} ({opt}: `{flags}` against `{chosen}`, one "
+                                "difference per run)"))
+            if more.verdict() == "holds":
+                by[opt]["choice"] = flags
+    return {MAPS[flags][0]: combine(v) for flags, v in verdicts.items()}, by
 
-        def side(name: str, i: int) -> dict:
-            return {"configuration": name, "seed list": list(range(1, n + 1)),
-                    "valid ppls": [r[i] for r in group], "converged": f"{n}/{n}"}
-        c = Comparison(side("unseen input rows mapped", 2), side("as trained", 1))
-        names = ", ".join(r[0].removeprefix("experiments/") for r in group)
-        out.append(c.row(f"{MAP_CLAIM} ({opt}: one difference per run, in this order: {names})"))
-        change = [100 * (m / t - 1) for _, t, m, _ in group]
-        by[opt] = {"runs": n, "verdict": c.verdict(),
-                   "change_pct": [round(min(change), 1), round(max(change), 1)]}
-    return combine([g["verdict"] for g in by.values()]), by
+
+def _applies(flags: str, settings: dict) -> bool:
+    """Whether a map applies to a configuration: untied, and the mapped side initialised from
+    vectors and trained (lmlow.input_map refuses the others)."""
+    init = settings.get("init", [])
+    inputs = "glove" in init and not settings.get("freeze_input")
+    outputs = "glove-output" in init and not settings.get("freeze_output")
+    return not settings.get("tie", True) and all(
+        {INPUTS: inputs, OUTPUTS: outputs}[f] for f in flags.split())
 
 
-def eval_flags(settings: dict, mapping: dict | None) -> tuple[str, list[str]]:
-    """The flag the recommendation adds to `lmlow eval`/`score` and the optimisers it is for:
-    --map-unseen-inputs when the recommended model is one the map applies to (untied, input
-    initialised from vectors and trained), for the optimisers under which the claim holds."""
-    applies = (not settings.get("tie", True) and not settings.get("freeze_input")
-               and "glove" in settings.get("init", []))
-    helped = [o for o, g in (mapping or {}).items() if g["verdict"] == "holds"]
-    return ("--map-unseen-inputs", helped) if applies and helped else ("", [])
+def eval_flags(settings: dict, mapping: dict | None) -> dict[str, str]:
+    """What the recommendation adds to `lmlow eval`/`score`, per optimiser (Config.optimizer)
+    under which a map that applies to the recommended model was chosen (``mapping_claim``)."""
+    return {opt: g["choice"] for opt, g in (mapping or {}).items()
+            if g["choice"] and _applies(g["choice"], settings)}
 
 
-def map_sentence(flags: str, mapping: dict | None) -> str | None:
-    """The recommendation's line on scoring with the map, when it recommends the flag: for
-    which training recipe, on how many runs, and what it did under each other recipe."""
+def map_sentence(flags: dict[str, str], mapping: dict | None) -> str | None:
+    """The recommendation's lines on scoring with the maps, when it recommends one: for which
+    training recipe, on how many runs, by how much (and without the ``<unk>`` targets, where
+    the output map's gain mostly is), and what they did under each other recipe."""
     if not flags:
         return None
-    def pct(g: dict) -> str:
-        lo, hi = g["change_pct"]
+    def pct(lo_hi: list[float]) -> str:
+        lo, hi = lo_hi
         return f"{lo:+g} to {hi:+g}%" if lo != hi else f"{lo:+g}%"
-    held = [(o, g) for o, g in mapping.items() if g["verdict"] == "holds"]
-    rest = [(o, g) for o, g in mapping.items() if g["verdict"] != "holds"]
-    text = ("Where its vocabulary holds the vectors' words that its training text lacks "
-            "(`--extend-vocab`, as in every table here) and it was trained with "
-            + " or ".join(RECIPES.get(o, o) for o, _ in held)
-            + f", evaluate and score it with `{flags}` (`lmlow eval RUN {flags}`, `lmlow score "
-            f"RUN FILE {flags}`): with no training, it lowered the validation perplexity of all "
-            + " and ".join(f"{g['runs']} such converged runs by {-g['change_pct'][1]:g}-"
-                           f"{-g['change_pct'][0]:g}%" for _, g in held)
-            + " (`experiments/freezing/mapped-rows.md`).")
-    for o, g in rest:
-        text += (f" Not with {RECIPES.get(o, o)}: on {g['runs']} converged runs it changed it by "
-                 f"{pct(g)} ({g['verdict']}).")
-    return text
+    texts = []
+    for opt, chosen in flags.items():
+        g = mapping[opt][chosen]
+        lo, hi = g["change_pct"]
+        text = (f"Trained with {RECIPES.get(opt, opt)}, and with a vocabulary that holds the "
+                "vectors' words its training text lacks (`--extend-vocab`, as in every table "
+                f"here), evaluate and score it with `{chosen}` (`lmlow eval RUN {chosen}`, "
+                f"`lmlow score RUN FILE {chosen}`): with no training, it lowered the validation "
+                f"perplexity of all {g['runs']} such converged runs by {-hi:g}-{-lo:g}%")
+        if OUTPUTS in chosen and g["change_pct_excluding_unk"]:
+            text += ("; without the `<unk>` targets (whose output row no training text ever "
+                     f"pulled towards a prediction) the change was {pct(g['change_pct_excluding_unk'])}")
+        texts.append(text + " (`experiments/freezing/mapped-rows.md`).")
+    for opt, g in mapping.items():
+        if opt in flags or g["choice"]:
+            continue                  # a map helped, but not one that applies to this model
+        tried = [f"`{f}` changed it by {pct(g[f]['change_pct'])} ({g[f]['verdict']})"
+                 for f in MAPS if f in g]
+        texts.append(f"Not with {RECIPES.get(opt, opt)}: on "
+                     f"{max(g[f]['runs'] for f in MAPS if f in g)} converged runs, "
+                     f"{'; '.join(tried)}.")
+    return " ".join(texts)
 
 
 def recommended_flags(settings: dict) -> str:
@@ -905,11 +969,10 @@ LEVEL_WITH = {rec["level_with"]!r}
 FREEZE_COSTS = {tuple(f["costs"]) if f["costs"] else None!r}
 FREEZE_PAIRS = {f["runs"]!r}
 FREEZE_MIN_TOKEN_COVERAGE = {f["coverage_rule"]!r}
-# what `lmlow eval` and `lmlow score` add for the recommended model ('': nothing), the
-# optimisers (Config.optimizer) of the models it is for, and the sentence that gives the
-# evidence for it (None without the flag)
+# what `lmlow eval` and `lmlow score` add for the recommended model, by the optimiser
+# (Config.optimizer) it was trained with (none listed: nothing), and the sentence that gives
+# the evidence for it (None without a flag)
 EVAL_FLAGS = {rec["eval_flags"]!r}
-EVAL_OPTIMIZERS = {tuple(rec["eval_optimizers"])!r}
 EVAL_ADVICE = {map_sentence(rec["eval_flags"], rec["mapping"])!r}
 
 
@@ -1026,7 +1089,7 @@ def report(root: Path = ROOT) -> str:
     verdicts |= {f"Meister: {k}": v for k, v in meister_claims(six, uni, rows, root).items()}
     verdicts[COVERAGE_CLAIM + " (paper recipe; partial freeze, or vectors from all in-domain "
              "text)"] = coverage_claim(root, rows)[0]
-    verdicts[MAP_CLAIM] = mapping_claim(root, rows)[0]
+    verdicts |= mapping_claim(root, rows)[0]
     scale = _scale(six)
     if len(sizes) > 1:
         scale += (f"; Table 6 (`experiments/datasize`) from {training_words(min(sizes), root):,} "

@@ -8,9 +8,9 @@ words, the same for every model. Two LSTMs, the standard configuration (tied, ra
 one the converged tables recommend (:mod:`lmlow.recommendation`, generated from them), train
 side by side under the tables' convergence rule (the rate halves after an epoch without a new
 best; 3 such epochs in a row end the run), and a KenLM 5-gram scores the same tokens. When the
-recommendation also scores with a flag (``EVAL_FLAGS``: ``--map-unseen-inputs``) for the
-demo's optimiser (Adam: ``EVAL_OPTIMIZERS``), the recommended model is scored that way too, as
-a row of its own. It prints
+recommendation also scores models of the demo's optimiser (Adam) with flags (``EVAL_FLAGS``,
+by optimiser: ``--map-unseen-inputs``, ``--map-unseen-outputs``), the recommended model is
+scored that way too, as a row of its own. It prints
 the table, draws the learning curves with the 5-gram as a line, and ends with two sentences
 computed from the numbers it just measured: which model wins overall, and on rare words.
 Reuses what a previous run built. Usage: python -m lmlow.demo [--out runs/demo]
@@ -82,9 +82,11 @@ def _demo(args) -> int:
     rows += [_row(label, RunDir(args.out / "runs" / f"{folder}.seed1"), evaluation)
              for label, folder in names.items()]
     recommended = RunDir(args.out / "runs" / f"{names[RECOMMENDED + recommendation.FLAGS]}.seed1")
-    if scored_as_recommended(recommended):
-        rows.append(_row(f"recommended with {recommendation.EVAL_FLAGS}", recommended,
-                         partial(evaluation, map_unseen_inputs=True)))
+    flags = scored_as_recommended(recommended)
+    if flags:
+        rows.append(_row(f"recommended with {flags}", recommended,
+                         partial(evaluation, map_unseen_inputs="--map-unseen-inputs" in flags,
+                                 map_unseen_outputs="--map-unseen-outputs" in flags)))
     table = _table(rows)
     verdict = conclusion(rows)
     md, _, _, png = SweepDir(args.out).results        # the demo's folder reads as a sweep's
@@ -98,14 +100,13 @@ def _demo(args) -> int:
     return 0
 
 
-def scored_as_recommended(run) -> bool:
-    """Whether the recommendation scores this run with a flag (``EVAL_FLAGS``): only for the
-    optimisers under which the tables found that it helps (``EVAL_OPTIMIZERS``)."""
+def scored_as_recommended(run) -> str:
+    """The flags the recommendation scores this run with ('': none): those chosen for the
+    optimiser it was trained with (``EVAL_FLAGS``), the tables having found they help under it."""
     from lmlow import recommendation
     from lmlow.files import read_json
 
-    return bool(recommendation.EVAL_FLAGS) and (
-        read_json(run.config)["optimizer"] in recommendation.EVAL_OPTIMIZERS)
+    return recommendation.EVAL_FLAGS.get(read_json(run.config)["optimizer"], "")
 
 
 def _quarter(folder: Path) -> Path:

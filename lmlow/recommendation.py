@@ -15,12 +15,11 @@ LEVEL_WITH = []
 FREEZE_COSTS = (1.1, 60.8)
 FREEZE_PAIRS = 77
 FREEZE_MIN_TOKEN_COVERAGE = None
-# what `lmlow eval` and `lmlow score` add for the recommended model ('': nothing), the
-# optimisers (Config.optimizer) of the models it is for, and the sentence that gives the
-# evidence for it (None without the flag)
-EVAL_FLAGS = '--map-unseen-inputs'
-EVAL_OPTIMIZERS = ('sgd',)
-EVAL_ADVICE = "Where its vocabulary holds the vectors' words that its training text lacks (`--extend-vocab`, as in every table here) and it was trained with the paper's recipe (SGD + NT-ASGD: lmlow's defaults, `--preset paper`), evaluate and score it with `--map-unseen-inputs` (`lmlow eval RUN --map-unseen-inputs`, `lmlow score RUN FILE --map-unseen-inputs`): with no training, it lowered the validation perplexity of all 8 such converged runs by 0.4-0.8% (`experiments/freezing/mapped-rows.md`). Not with Adam (`--preset small`): on 6 converged runs it changed it by +0.2 to +0.5% (no clear difference)."
+# what `lmlow eval` and `lmlow score` add for the recommended model, by the optimiser
+# (Config.optimizer) it was trained with (none listed: nothing), and the sentence that gives
+# the evidence for it (None without a flag)
+EVAL_FLAGS = {'sgd': '--map-unseen-inputs'}
+EVAL_ADVICE = "Trained with the paper's recipe (SGD + NT-ASGD: lmlow's defaults, `--preset paper`), and with a vocabulary that holds the vectors' words its training text lacks (`--extend-vocab`, as in every table here), evaluate and score it with `--map-unseen-inputs` (`lmlow eval RUN --map-unseen-inputs`, `lmlow score RUN FILE --map-unseen-inputs`): with no training, it lowered the validation perplexity of all 8 such converged runs by 0.4-0.8% (`experiments/freezing/mapped-rows.md`). Not with Adam (`--preset small`): on 6 converged runs, `--map-unseen-inputs` changed it by +0.2 to +0.5% (no clear difference)."
 
 
 def command(corpus: str = "CORPUS", vectors: str = "VECTORS", out: str = "RUN") -> str:

@@ -29,6 +29,14 @@ _HELD: set[Path] = set()       # lock files this process holds (flock: one per o
 CHECKPOINTS = ("best", "last")
 
 
+def evaluation_name(map_unseen_inputs: bool = False, map_unseen_outputs: bool = False) -> str:
+    """The name of the cached evaluation of a run's best checkpoint with these maps
+    (``eval_<name>_<split>.json``): ``best`` as trained, ``mapped`` with --map-unseen-inputs,
+    ``mapped_outputs`` with --map-unseen-outputs, ``mapped_both`` with both."""
+    return {(False, False): "best", (True, False): "mapped", (False, True): "mapped_outputs",
+            (True, True): "mapped_both"}[bool(map_unseen_inputs), bool(map_unseen_outputs)]
+
+
 class RunDir:
     """Paths, kind and state of one run folder; creating it and clearing it for --force."""
 

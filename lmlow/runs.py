@@ -18,7 +18,7 @@ from lmlow.errors import LmlowError
 from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
 from lmlow.files import atomic_write_json, read_json
 from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP, MappedInputs, map_unseen
-from lmlow.rundir import LSTM, NGRAM, RunDir
+from lmlow.rundir import LSTM, NGRAM, RunDir, evaluation_name
 
 
 class LSTMRun(Scorer):
@@ -112,23 +112,24 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
 def evaluation_record(ev, mapped: MappedInputs | None = None,
                       mapped_outputs: MappedInputs | None = None) -> dict:
     """An evaluation as `lmlow eval --json` prints it, with what --map-unseen-inputs and
-    --map-unseen-outputs did when used (with the first alone: the record a run folder keeps
-    as ``eval_mapped_*.json``)."""
+    --map-unseen-outputs did when used (the record a run folder keeps as
+    ``eval_mapped*_*.json``, ``evaluation_name``)."""
     return (ev.to_dict() | ({"mapped_inputs": asdict(mapped)} if mapped else {})
             | ({"mapped_outputs": asdict(mapped_outputs)} if mapped_outputs else {}))
 
 
-def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False) -> dict:
+def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
+               map_unseen_outputs: bool = False) -> dict:
     """The run's evaluation on a split (an LSTM's best checkpoint, or the n-gram model), cached
     beside it and recomputed if the model file changed. (The cache is named ``eval_best_*``
-    whichever checkpoint is the best one; ``eval_mapped_*`` with ``map_unseen_inputs``.) A
+    whichever checkpoint is the best one; with the maps, as ``evaluation_name`` says.) A
     finished run whose model files were not kept (a committed experiment: ``*.pt`` and KenLM's
     files stay out of git) is reported from its cached evaluation, the record of the model it
     was made from."""
     ngram = run.kind == NGRAM
     checkpoint = None if ngram else run.default_checkpoint()
     model = (run.binary if run.binary.exists() else run.arpa) if ngram else run.checkpoint(checkpoint)
-    cache = run.evaluation_cache("mapped" if map_unseen_inputs else "best", split)
+    cache = run.evaluation_cache(evaluation_name(map_unseen_inputs, map_unseen_outputs), split)
     if not model.exists():
         if cache.exists():
             return read_json(cache)
@@ -139,8 +140,10 @@ def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False) -> dict
         data = read_json(cache)
         if data.get("checkpoint_mtime") == stamp:
             return data
-    scorer = load(run.path, checkpoint=checkpoint, map_unseen_inputs=map_unseen_inputs)
-    data = (evaluation_record(scorer.evaluate(split), scorer.mapped_inputs)
+    scorer = load(run.path, checkpoint=checkpoint, map_unseen_inputs=map_unseen_inputs,
+                  map_unseen_outputs=map_unseen_outputs)
+    data = (evaluation_record(scorer.evaluate(split), scorer.mapped_inputs,
+                              scorer.mapped_outputs)
             | {"checkpoint_mtime": stamp})
     atomic_write_json(cache, data)
     return data

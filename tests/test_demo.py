@@ -21,13 +21,16 @@ def test_demo_end_to_end_and_reuse(tmp_path):
     table = text.split("\n\n")[0].splitlines()
     # header, rule, KenLM, the two LSTMs, and the recommended one scored as recommended when
     # the recommendation scores models of the demo's optimiser (Adam) with a flag
-    mapped = bool(recommendation.EVAL_FLAGS) and "adam" in recommendation.EVAL_OPTIMIZERS
-    assert len(table) == 5 + mapped
+    flags = recommendation.EVAL_FLAGS.get("adam", "")
+    assert len(table) == 5 + bool(flags)
     assert table[3].startswith("| standard")
     assert table[4].startswith(f"| recommended: {recommendation.FLAGS}")
-    if mapped:
-        assert table[5].startswith(f"| recommended with {recommendation.EVAL_FLAGS}")
-        assert len(list((out / "runs").glob("*.seed1/eval_mapped_valid.json"))) == 1
+    if flags:
+        from lmlow.rundir import evaluation_name
+
+        name = evaluation_name("--map-unseen-inputs" in flags, "--map-unseen-outputs" in flags)
+        assert table[5].startswith(f"| recommended with {flags}")
+        assert len(list((out / "runs").glob(f"*.seed1/eval_{name}_valid.json"))) == 1
     rows = {}
     for line in table[2:]:
         cells = [c.strip() for c in line.split("|")[1:-1]]
@@ -49,9 +52,9 @@ def test_demo_end_to_end_and_reuse(tmp_path):
     assert (out / "results.md").read_text() == text
 
 
-def test_the_demo_scores_with_the_recommended_flag_only_for_its_optimiser(tmp_path, monkeypatch):
-    """The demo's extra row follows lmlow.recommendation: the flag, for the optimisers it was
-    found to help under (the demo trains with Adam)."""
+def test_the_demo_scores_with_the_recommended_flags_only_for_its_optimiser(tmp_path, monkeypatch):
+    """The demo's extra row follows lmlow.recommendation: the flags chosen for the optimiser
+    the run was trained with (the demo trains with Adam)."""
     import json
 
     from lmlow import recommendation
@@ -60,9 +63,9 @@ def test_the_demo_scores_with_the_recommended_flag_only_for_its_optimiser(tmp_pa
 
     (tmp_path / "config.json").write_text(json.dumps({"optimizer": "adam"}))
     run = RunDir(tmp_path)
-    for flags, optimisers, expected in (("--map-unseen-inputs", ("sgd",), False),
-                                        ("--map-unseen-inputs", ("sgd", "adam"), True),
-                                        ("", ("adam",), False)):
+    both = "--map-unseen-inputs --map-unseen-outputs"
+    for flags, expected in (({"sgd": "--map-unseen-inputs"}, ""),
+                            ({"sgd": both, "adam": "--map-unseen-outputs"}, "--map-unseen-outputs"),
+                            ({}, "")):
         monkeypatch.setattr(recommendation, "EVAL_FLAGS", flags)
-        monkeypatch.setattr(recommendation, "EVAL_OPTIMIZERS", optimisers)
-        assert scored_as_recommended(run) is expected
+        assert scored_as_recommended(run) == expected
