@@ -989,7 +989,7 @@ def summary() -> str:
               "advised." if FREEZE_COSTS and FREEZE_COSTS[0] > 0 and FREEZE_MIN_TOKEN_COVERAGE is None
               else "")
     scoring = f" {{EVAL_ADVICE}}" if EVAL_ADVICE else ""
-    return (f"Recommended: {{NAME}}{{level}}, from {{TIER}} ({{EVIDENCE}}).{{freeze}}{{scoring}}")
+    return (f"Recommended: {{NAME}}{{level}}, from {{TIER}}: {{EVIDENCE}}.{{freeze}}{{scoring}}")
 
 
 def freeze_advice(train_token_coverage_pct: float) -> str | None:
@@ -1030,7 +1030,7 @@ def recommendation_section(root: Path = ROOT) -> str:
     lines = ["```sh", f"lmlow train CORPUS --out RUN --embeddings VECTORS {recommended_flags(rec['settings'])}",
              "```", "",
              f"**{rec['name']}**{level}: the configuration the converged tables support, from "
-             f"{rec['tier']} ({rec['evidence']})."]
+             f"{rec['tier']}: {rec['evidence']}."]
     if f["costs"] and f["costs"][0] > 0 and f["coverage_rule"] is None:
         lines.append(f"Freezing the pretrained input is not advised: it cost {f['costs'][0]:g} to "
                      f"{f['costs'][1]:g} perplexity in every one of {f['runs']} paired converged "
@@ -1042,7 +1042,8 @@ def recommendation_section(root: Path = ROOT) -> str:
     if rec["pending"]:
         lines.append(f"Not yet complete (every seed of every planned run finished), and first "
                      f"in the order of evidence: "
-                     f"{'; '.join(rec['pending'])}. When they are, this recommendation follows them.")
+                     f"{'; '.join(rec['pending'])}. Once complete, the first of these decides this "
+                     "recommendation.")
     return "\n".join(lines) + "\n"
 
 
