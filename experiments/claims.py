@@ -912,19 +912,22 @@ def map_sentence(flags: dict[str, str], mapping: dict | None) -> str | None:
     def pct(lo_hi: list[float]) -> str:
         lo, hi = lo_hi
         return f"{lo:+g} to {hi:+g}%" if lo != hi else f"{lo:+g}%"
-    texts = []
+    parts = []
     for opt, chosen in flags.items():
         g = mapping[opt][chosen]
         lo, hi = g["change_pct"]
-        text = (f"Trained with {RECIPES.get(opt, opt)}, and with a vocabulary that holds the "
-                "vectors' words its training text lacks (`--extend-vocab`, as in every table "
-                f"here), evaluate and score it with `{chosen}` (`lmlow eval RUN {chosen}`, "
-                f"`lmlow score RUN FILE {chosen}`): with no training, it lowered the validation "
-                f"perplexity of all {g['runs']} such converged runs by {-hi:g}-{-lo:g}%")
+        part = (f"trained with {RECIPES.get(opt, opt)}, `lmlow eval RUN {chosen}` (and `lmlow "
+                f"score RUN FILE` with the same flags), which with no training lowered the "
+                f"validation perplexity of all {g['runs']} such converged runs by {-hi:g}-{-lo:g}%")
         if OUTPUTS in chosen and g["change_pct_excluding_unk"]:
-            text += ("; without the `<unk>` targets (whose output row no training text ever "
-                     f"pulled towards a prediction) the change was {pct(g['change_pct_excluding_unk'])}")
-        texts.append(text + " (`experiments/freezing/mapped-rows.md`).")
+            part += (f" ({pct(g['change_pct_excluding_unk'])} without the `<unk>` targets"
+                     + (", whose output row no training text ever pulls towards a prediction)"
+                        if not any(OUTPUTS in p for p in parts) else ")"))
+        parts.append(part)
+    texts = ["Where its vocabulary holds the vectors' words its training text lacks "
+             "(`--extend-vocab`, as in every table here), score it with the maps chosen for "
+             "the recipe it was trained with: " + "; ".join(parts)
+             + " (`experiments/freezing/mapped-rows.md`)."]
     for opt, g in mapping.items():
         if opt in flags or g["choice"]:
             continue                  # a map helped, but not one that applies to this model

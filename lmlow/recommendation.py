@@ -18,8 +18,8 @@ FREEZE_MIN_TOKEN_COVERAGE = None
 # what `lmlow eval` and `lmlow score` add for the recommended model, by the optimiser
 # (Config.optimizer) it was trained with (none listed: nothing), and the sentence that gives
 # the evidence for it (None without a flag)
-EVAL_FLAGS = {'sgd': '--map-unseen-inputs'}
-EVAL_ADVICE = "Trained with the paper's recipe (SGD + NT-ASGD: lmlow's defaults, `--preset paper`), and with a vocabulary that holds the vectors' words its training text lacks (`--extend-vocab`, as in every table here), evaluate and score it with `--map-unseen-inputs` (`lmlow eval RUN --map-unseen-inputs`, `lmlow score RUN FILE --map-unseen-inputs`): with no training, it lowered the validation perplexity of all 8 such converged runs by 0.4-0.8% (`experiments/freezing/mapped-rows.md`). Not with Adam (`--preset small`): on 6 converged runs, `--map-unseen-inputs` changed it by +0.2 to +0.5% (no clear difference)."
+EVAL_FLAGS = {'sgd': '--map-unseen-inputs --map-unseen-outputs', 'adam': '--map-unseen-outputs'}
+EVAL_ADVICE = "Where its vocabulary holds the vectors' words its training text lacks (`--extend-vocab`, as in every table here), score it with the maps chosen for the recipe it was trained with: trained with the paper's recipe (SGD + NT-ASGD: lmlow's defaults, `--preset paper`), `lmlow eval RUN --map-unseen-inputs --map-unseen-outputs` (and `lmlow score RUN FILE` with the same flags), which with no training lowered the validation perplexity of all 9 such converged runs by 1.4-3.8% (-1.8 to -0.9% without the `<unk>` targets, whose output row no training text ever pulls towards a prediction); trained with Adam (`--preset small`), `lmlow eval RUN --map-unseen-outputs` (and `lmlow score RUN FILE` with the same flags), which with no training lowered the validation perplexity of all 6 such converged runs by 14.6-24.2% (-10.9 to -2.8% without the `<unk>` targets) (`experiments/freezing/mapped-rows.md`)."
 
 
 def command(corpus: str = "CORPUS", vectors: str = "VECTORS", out: str = "RUN") -> str:

@@ -759,8 +759,12 @@ def test_the_mapping_claim_pairs_each_run_with_itself(tmp_path):
                   dict(untied, init=["random", "glove-output"])):
         assert claims.eval_flags(other, mapping) == {}
     sentence = claims.map_sentence({"sgd": INPUTS}, mapping)
-    assert "Trained with the paper's recipe (SGD + NT-ASGD" in sentence
-    assert "lowered the validation perplexity of all 3 such converged runs by 1-1.2%" in sentence
+    assert sentence.startswith("Where its vocabulary holds the vectors' words its training text "
+                               "lacks (`--extend-vocab`")
+    assert ("trained with the paper's recipe (SGD + NT-ASGD: lmlow's defaults, `--preset "
+            "paper`), `lmlow eval RUN --map-unseen-inputs` (and `lmlow score RUN FILE` with the "
+            "same flags), which with no training lowered the validation perplexity of all 3 such "
+            "converged runs by 1-1.2% (`experiments/freezing/mapped-rows.md`).") in sentence
     assert "`<unk>`" not in sentence and "Not with" not in sentence
     _scored(tmp_path, "u/a.seed1", 400.0, 401.0, adam=True)            # Adam: no clear change
     _scored(tmp_path, "u/a.seed2", 410.0, 412.5, adam=True)
@@ -815,11 +819,12 @@ def test_a_map_with_more_flags_is_chosen_only_when_clearly_better(tmp_path):
     # a model whose output rows were not initialised from vectors: no output map for Adam
     assert claims.eval_flags(dict(untied, init=["glove"]), mapping) == {"sgd": INPUTS}
     sentence = claims.map_sentence({"adam": BOTH}, mapping)
-    assert sentence.startswith("Trained with Adam (`--preset small`)")
-    assert f"with `{BOTH}` (`lmlow eval RUN {BOTH}`" in sentence
-    assert ("by 21.5-22.5%; without the `<unk>` targets (whose output row no training text "
-            "ever pulled towards a prediction) the change was -26.6 to -25.6% (`experiments/"
-            "freezing/mapped-rows.md`).") in sentence
+    assert ("trained with Adam (`--preset small`), `lmlow eval RUN --map-unseen-inputs "
+            "--map-unseen-outputs` (and `lmlow score RUN FILE` with the same flags), which with "
+            "no training lowered the validation perplexity of all 3 such converged runs by "
+            "21.5-22.5% (-26.6 to -25.6% without the `<unk>` targets, whose output row no "
+            "training text ever pulls towards a prediction) (`experiments/freezing/"
+            "mapped-rows.md`).") in sentence
     assert "Not with" not in sentence       # under sgd a map helps, one the model is not given
 
 
