@@ -6,7 +6,8 @@
 # paper's recipe at Merity et al.'s PTB batch (80 x 70: PTB is this size), converged by the
 # protocol's NT-ASGD rule; standard, standard+pretraining, ours-unfrozen, ours and ours with
 # only its vector rows frozen; seeds 1 then 2; a KenLM 5-gram on the same tokens; and
-# ours-unfrozen scored with --map-unseen-inputs (eval_mapped_*.json in its run folder).
+# ours-unfrozen scored with --map-unseen-inputs, --map-unseen-outputs and both
+# (eval_mapped_*.json in its run folder).
 # DIM and HIDDEN choose the model (default 100-d vectors, 2 x 256: what one CPU core can train;
 # the paper has 400 and 3 x 1150). The same command resumes. Run from the repo root.
 set -euo pipefail
@@ -31,13 +32,20 @@ for seeds in $groups; do
       --out $E/sweep.${DIM}d --preset paper --emb-size $DIM --hidden-size $HIDDEN --layers 2 \
       "${PAPER_CONVERGE[@]}"
   $LM report $E/sweep.${DIM}d --baseline $E/kenlm5.${DIM}d
-  # --map-unseen-inputs on the trained-input model, while its best.pt is here (model files do
-  # not come back from a GPU machine, nor go into git): experiments/freezing/mapped-rows.md
+  # the maps on the trained-input model, while its best.pt is here (model files do not come
+  # back from a GPU machine, nor go into git), named as lmlow.rundir.evaluation_name names
+  # them: experiments/freezing/mapped-rows.md, ../claims.py
   for r in $E/sweep.${DIM}d/ours-unfrozen.seed*; do
     [ -f $r/summary.json ] || continue
-    for split in valid test; do
-      [ -f $r/eval_mapped_$split.json ] || { $LM eval $r --split $split --map-unseen-inputs \
-          --json > $r/eval_mapped_$split.json.tmp && mv $r/eval_mapped_$split.json.tmp $r/eval_mapped_$split.json; }
+    for m in "mapped:--map-unseen-inputs" "mapped_outputs:--map-unseen-outputs" \
+             "mapped_both:--map-unseen-inputs --map-unseen-outputs"; do
+      for split in valid test; do
+        f=$r/eval_${m%%:*}_$split.json
+        [ -f $f ] && continue
+        # ${m#*:}: the flags, split into words on purpose
+        $LM eval $r --split $split ${m#*:} --json > $f.tmp || { rm -f $f.tmp; exit 1; }
+        mv $f.tmp $f
+      done
     done
   done
 done
