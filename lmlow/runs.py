@@ -4,6 +4,7 @@ mixture. All are :class:`lmlow.evaluate.Scorer` subclasses, so evaluation, scori
 reports treat them alike."""
 from __future__ import annotations
 
+import json
 import typing
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from lmlow.data.corpus import SPLITS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
-from lmlow.files import atomic_write_json, read_json
+from lmlow.files import atomic_write_json, read_json, to_json
 from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP, MappedInputs, map_unseen
 from lmlow.rundir import LSTM, NGRAM, RunDir, evaluation_name
 
@@ -146,7 +147,7 @@ def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
                               scorer.mapped_outputs)
             | {"checkpoint_mtime": stamp})
     atomic_write_json(cache, data)
-    return data
+    return json.loads(to_json(data))    # as a later call reads it back (NaN: null)
 
 
 @dataclass

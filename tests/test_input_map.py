@@ -148,6 +148,49 @@ def test_eval_and_score_with_the_map_on_a_real_run(speech_corpus, vectors, tmp_p
     assert evaluation(RunDir(run), "test")["perplexity"] == pytest.approx(plain["perplexity"], rel=1e-6)
 
 
+@pytest.mark.slow
+def test_both_maps_on_a_transformer_run_and_the_evaluations_a_run_keeps(speech_corpus, vectors,
+                                                                        tmp_path, monkeypatch):
+    """The maps act on the embedding rows, which the Transformer has as the LSTM does: on a
+    tiny untied Transformer run with extended vocabulary, `eval --map-unseen-outputs` maps the
+    output rows of the words never predicted (the vector words the text lacks and <unk>), both
+    flags together give what each map says on its own, and lmlow.runs.evaluation keeps each
+    kind of evaluation in the file lmlow.rundir.evaluation_name names (what the demo and
+    experiments/claims.py read), recomputed for nothing."""
+    from lmlow.rundir import RunDir, evaluation_name
+    from lmlow.runs import evaluation
+
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    r = lmlow("train", speech_corpus, "--out", run, "--preset", "transformer-tiny", "--tie", "no",
+              "--init", "glove,glove-output", "--embeddings", vectors, "--extend-vocab",
+              "--max-steps", "30", "--threads", "1", cache=cache)
+    assert r.returncode == 0, r.stderr
+    train_words = set((speech_corpus / "train.txt").read_text().split()) | {"<eos>"}
+    unread = {line.split()[0] for line in vectors.read_text().splitlines()} - train_words
+    assert "<unk>" in unread          # the fixture's vectors hold <unk>: never a target at K=0
+
+    def ev(*flags):
+        return json.loads(lmlow("eval", run, "--json", *flags, cache=cache, check=True).stdout)
+    plain, outputs = ev(), ev("--map-unseen-outputs")
+    both = ev("--map-unseen-inputs", "--map-unseen-outputs")
+    assert outputs["mapped_outputs"]["rows"] == len(unread) and "mapped_inputs" not in outputs
+    assert outputs["perplexity"] != plain["perplexity"]
+    assert both["mapped_outputs"] == pytest.approx(outputs["mapped_outputs"], rel=1e-9)
+    # <unk> is never read either, but the input map applies to the words of the vectors the
+    # run never read: the same set
+    assert both["mapped_inputs"]["rows"] == len(unread)
+    monkeypatch.setenv("LMLOW_CACHE_DIR", str(cache))
+    for flags, record in (((False, True), outputs), ((True, True), both), ((False, False), plain)):
+        kept = evaluation(RunDir(run), "valid", *flags)
+        path = run / f"eval_{evaluation_name(*flags)}_valid.json"
+        assert json.loads(path.read_text()) == kept      # an empty bin's NaN: null in both
+        assert kept["perplexity"] == pytest.approx(record["perplexity"], rel=1e-6)
+        stamp = path.stat().st_mtime_ns
+        assert evaluation(RunDir(run), "valid", *flags) == kept and path.stat().st_mtime_ns == stamp
+    assert {p.name for p in run.glob("eval_*_valid.json")} == {
+        "eval_best_valid.json", "eval_mapped_outputs_valid.json", "eval_mapped_both_valid.json"}
+
+
 class _Decoder(torch.nn.Module):
     def __init__(self, rows: torch.Tensor):
         super().__init__()
