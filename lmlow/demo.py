@@ -6,8 +6,11 @@ valid and test unchanged), the vectors are GloVe on the bundled pretraining text
 text (each line ending in ``<eos>``), the vocabulary is every training word plus the vectors'
 words, the same for every model. Two LSTMs, the standard configuration (tied, random) and the
 one the converged tables recommend (:mod:`lmlow.recommendation`, generated from them), train
-side by side under the tables' convergence rule (the rate halves after an epoch without a new
-best; 3 such epochs in a row end the run), and a KenLM 5-gram scores the same tokens. When the
+side by side with the Adam protocol's optimiser and convergence rule (the rate halves after an
+epoch without a new best; 3 such epochs in a row end the run): the paper's recipe, under which
+the recommendation's tables were trained, took 53-90 epochs, 14-25 minutes of one core, to
+each configuration's best on this text (experiments/freezing/technical/sweep-sgd), beyond a
+demo's budget for two runs and GloVe. A KenLM 5-gram scores the same tokens. When the
 recommendation also scores models of the demo's optimiser (Adam) with flags (``EVAL_FLAGS``,
 by optimiser: ``--map-unseen-inputs``, ``--map-unseen-outputs``), the recommended model is
 scored that way too, as a row of its own. It prints
