@@ -846,9 +846,9 @@ def mapping_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[dict
     optimiser apart (the maps act on rows the optimiser never updated from data, so the answer
     may differ). Then, per optimiser, which map to use: the simplest that helps, unless one
     with more flags is clearly better than it on the same runs (one more row per such
-    comparison). Returns ({each map's claim: its verdicts combined}, {optimiser: {"choice": flags or "",
-    flags: {"runs", "verdict", "change_pct", "change_pct_excluding_unk"}}} or None when no
-    run was scored with a map)."""
+    comparison). Returns ({each map's claim: its verdicts combined}, {optimiser: {"choice":
+    flags or "", flags: {"runs", "verdict", "change_pct", "change_pct_excluding_unk"}}} or None
+    when no run was scored with a map)."""
     out = out if out is not None else []
     runs = mapped_runs(root)
     if not runs:

@@ -71,7 +71,7 @@ def close(a, b, rel: float = 1e-9) -> bool:
 
 def keep(run_dir: Path, name: str, split: str, record: dict) -> bool:
     """Write a mapped evaluation beside the run's own (``eval_<name>_<split>.json``, named as
-    lmlow.runs.evaluation_name says) unless one is there; False when the one there differs
+    lmlow.rundir.evaluation_name says) unless one is there; False when the one there differs
     from what the kept model gives now."""
     path = run_dir / f"eval_{name}_{split}.json"
     # as lmlow.runs.evaluation caches it (stamped with the model file), as it reads back
