@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 from lmlow.analysis.stats import alc  # noqa: E402  (the same ALC as `lmlow compare`)
+from lmlow.config import EmbeddingRoles  # noqa: E402  (which maps apply to a configuration)
 from lmlow.paired import FLOOR, Paired  # noqa: E402  (the paired rule of `lmlow report --paired`)
 from lmlow.rundir import evaluation_name  # noqa: E402  (the mapped evaluations' file names)
 
@@ -887,13 +888,10 @@ def mapping_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[dict
 
 
 def _applies(flags: str, settings: dict) -> bool:
-    """Whether a map applies to a configuration: untied, and the mapped side initialised from
-    vectors and trained (lmlow.input_map refuses the others)."""
-    init = settings.get("init", [])
-    inputs = "glove" in init and not settings.get("freeze_input")
-    outputs = "glove-output" in init and not settings.get("freeze_output")
-    return not settings.get("tie", True) and all(
-        {INPUTS: inputs, OUTPUTS: outputs}[f] for f in flags.split())
+    """Whether a map applies to a configuration (lmlow.config.EmbeddingRoles.maps: untied,
+    and the mapped side initialised from vectors and trained)."""
+    inputs, outputs = EmbeddingRoles.of(settings).maps()
+    return all({INPUTS: inputs, OUTPUTS: outputs}[f] for f in flags.split())
 
 
 def eval_flags(settings: dict, mapping: dict | None) -> dict[str, str]:

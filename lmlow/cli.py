@@ -136,7 +136,8 @@ def cmd_sweep_task(args) -> None:
 def cmd_report(args) -> None:
     from lmlow.report import report
 
-    text, warning = report(args.sweep_dir, args.baseline, args.paired)
+    text, warning = report(args.sweep_dir, args.baseline, args.paired,
+                           (args.map_unseen_inputs, args.map_unseen_outputs))
     print(text)
     if warning:
         print(f"lmlow: warning: {warning}", file=sys.stderr)

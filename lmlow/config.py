@@ -443,6 +443,12 @@ class EmbeddingRoles:
                                                                 self.output_frozen),
                 "unigram bias": "yes" if self.unigram_bias else "no"}
 
+    def maps(self, inputs: bool = True, outputs: bool = True) -> tuple[bool, bool]:
+        """Which of the asked-for maps of ``lmlow eval --map-unseen-inputs/--map-unseen-outputs``
+        (lmlow.input_map) apply: untied, and that side initialised from vectors and trained."""
+        return (inputs and not self.tie and self.input_pretrained and not self.input_frozen,
+                outputs and not self.tie and self.output_pretrained and not self.output_frozen)
+
 
 PRESET_PURPOSE = {
     "paper": "Merity et al.'s PTB model, for a GPU (about a day there, far more on a CPU)",

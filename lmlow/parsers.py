@@ -289,6 +289,15 @@ def _report_parser(sub) -> None:
                    "groups (ours.K2, ours.data0.5) against CONFIG of the same group (standard.K2) "
                    "(a section of results.md, a `paired` entry per row of results.json) "
                    "(default: none)")
+    p.add_argument("--map-unseen-inputs", action="store_true",
+                   help="score the runs of every untied configuration whose input rows "
+                   "trained from --init glove vectors as `lmlow eval --map-unseen-inputs` does "
+                   "(the others as trained; a *scored with* column says which), as the "
+                   "recommendation scores its model (default: no)")
+    p.add_argument("--map-unseen-outputs", action="store_true",
+                   help="the same for the untied configurations whose output rows trained from "
+                   "--init glove-output vectors, as `lmlow eval --map-unseen-outputs` does "
+                   "(default: no)")
     p.set_defaults(run="report")
 
 

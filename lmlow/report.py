@@ -1,6 +1,9 @@
 """``lmlow report SWEEP_DIR``: one table row per configuration (mean +- sd over seeds), the
 validation learning curves of all runs in one plot, and with ``--paired CONFIG`` every
-configuration against that one seed by seed (:mod:`lmlow.paired`)."""
+configuration against that one seed by seed (:mod:`lmlow.paired`). With
+``--map-unseen-inputs``/``--map-unseen-outputs`` each configuration the maps apply to is
+scored with them (:mod:`lmlow.input_map`), so a sweep compares the configurations as the
+recommendation scores them."""
 from __future__ import annotations
 
 import math
@@ -53,8 +56,18 @@ def _stopped_by(cfg: dict, summary: dict, rows: list[dict]) -> str:
     return "steps" if cfg.get("max_steps") and summary.get("steps", 0) >= cfg["max_steps"] else "time"
 
 
-def collect(sweep_dir: Path) -> list[dict]:
-    """One row per configuration; seeds are the runs named ``CONFIG.seedN``."""
+NO_MAPS = (False, False)
+MAP_FLAGS = ("--map-unseen-inputs", "--map-unseen-outputs")
+
+
+def scored_with(maps: tuple[bool, bool]) -> str:
+    """The flags of the maps a row was scored with ('as trained' without any)."""
+    return " ".join(f for f, on in zip(MAP_FLAGS, maps) if on) or "as trained"
+
+
+def collect(sweep_dir: Path, maps: tuple[bool, bool] = NO_MAPS) -> list[dict]:
+    """One row per configuration; seeds are the runs named ``CONFIG.seedN``. ``maps``: the
+    maps asked for (inputs, outputs), applied to the configurations they apply to."""
     from lmlow.runs import evaluation   # torch: imported when a report is made, not with the module
 
     groups: dict[str, list[RunDir]] = {}
@@ -66,8 +79,9 @@ def collect(sweep_dir: Path) -> list[dict]:
     for name, runs in groups.items():
         cfg = read_json(runs[0].config)
         summaries = [r.summary() for r in runs]
-        valid = [evaluation(r, "valid")["perplexity"] for r in runs]
-        test = [evaluation(r, "test")["perplexity"] for r in runs]
+        applied = EmbeddingRoles.of(cfg).maps(*maps)   # (an n-gram folder: tied by default)
+        valid = [evaluation(r, "valid", *applied)["perplexity"] for r in runs]
+        test = [evaluation(r, "test", *applied)["perplexity"] for r in runs]
         speeds = [s["tokens_per_s"] for s in summaries if "tokens_per_s" in s]  # whole run, wall clock
         conv = [convergence(r) for r in runs]
         rows.append({"configuration": name, **EmbeddingRoles.of(cfg).columns(),
@@ -85,7 +99,8 @@ def collect(sweep_dir: Path) -> list[dict]:
                      "seed list": [read_json(r.config).get("seed") for r in runs],
                      "valid ppls": valid, "test ppls": test,
                      "stopped by": [c["stopped_by"] for c in conv],
-                     "precision": _precisions(summaries)})
+                     "precision": _precisions(summaries),
+                     "maps": list(applied), "scored with": scored_with(applied)})
     rows.sort(key=lambda r: -r["valid ppl"])       # as the paper's Table 1: worst first
     return rows
 
@@ -194,7 +209,7 @@ def _bin_ppls(row: dict, key: str) -> dict[str, dict[int, float]] | None:
 
     out: dict[str, dict[int, float]] = {}
     for seed, run in zip(row["seed list"], row["runs"]):
-        bins = evaluation(RunDir(run), "valid").get(key)
+        bins = evaluation(RunDir(run), "valid", *row.get("maps", NO_MAPS)).get(key)
         if not bins:
             return None
         for b in bins:
@@ -243,19 +258,25 @@ def _bin_cell(p: dict | None) -> str:
 
 
 def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
-                 paired: str | None = None) -> list[Path]:
+                 paired: str | None = None, maps: tuple[bool, bool] = NO_MAPS) -> list[Path]:
     sweep_dir = Path(sweep_dir)
-    rows = collect(sweep_dir)
+    rows = collect(sweep_dir, maps)
     section = add_paired(rows, paired) + add_paired_bins(rows) if paired else ""
     if isinstance(baselines, (str, Path)):
         baselines = [baselines]
     rows += [baseline_row(b) for b in baselines or ()]
-    table = [[r[c] for c in COLUMNS] for r in rows]
+    columns = COLUMNS + (["scored with"] if any(maps) else [])
+    table = [[r.get(c, "") for c in columns] for r in rows]
     planned, missing = missing_runs(sweep_dir)
     partial = (f"\n\n**Partial: {planned - len(missing)} of {planned} planned runs finished**; "
                f"not yet: {', '.join(missing)}." if missing else "")
     mixed = mixed_precision(rows)
     partial += f"\n\n**Warning: {mixed}.**" if mixed else ""
+    if any(maps):
+        partial += ("\n\n*scored with*: the configurations that "
+                    f"{' and '.join(f'`{f}`' for f, on in zip(MAP_FLAGS, maps) if on)} apply to "
+                    "(untied, that side initialised from vectors and trained) are scored with "
+                    "them, with no training (lmlow.input_map); the others as trained.")
     paths = SweepDir(sweep_dir).results
     with staged_outputs(sweep_dir, [p.name for p in paths], force=True) as stage:
         md, csv, js, png = (stage / p.name for p in paths)     # all four or none replaced
@@ -263,9 +284,9 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
                           "run's best checkpoint; mean and sd over seeds. *converged*: runs (of "
                           "the seeds) that ended by their early-stopping rule, not by a cap on "
                           "epochs, updates or time; *best epoch/minutes*: when the best checkpoint "
-                          f"was measured (mean).{partial}\n\n" + markdown(COLUMNS, table, digits=4)
+                          f"was measured (mean).{partial}\n\n" + markdown(columns, table, digits=4)
                           + "\n" + section)
-        atomic_write_text(csv, to_csv(COLUMNS, table))
+        atomic_write_text(csv, to_csv(columns, table))
         atomic_write_json(js, rows)
         plot_curves(rows, png)
     return list(paths)
@@ -286,9 +307,9 @@ def plot_curves(rows: list[dict], out: Path) -> None:
 
 
 def report(sweep_dir: Path, baselines: list[Path] | None = None,
-           paired: str | None = None) -> tuple[str, str | None]:
+           paired: str | None = None, maps: tuple[bool, bool] = NO_MAPS) -> tuple[str, str | None]:
     """``lmlow report``: write the files and return what to print (the files written and
     the table) and a warning if the table mixes precisions."""
-    paths = write_report(sweep_dir, baselines, paired)
+    paths = write_report(sweep_dir, baselines, paired, maps)
     text = "\n".join(f"wrote {p}" for p in paths) + "\n" + paths[0].read_text()
     return text, mixed_precision(read_json(paths[2]))

@@ -151,6 +151,56 @@ def test_extend_vocab_gives_every_configuration_the_same_words():
     assert len([r for r in runs if not r.settings["extend_vocab"]]) == 12
 
 
+def test_report_scores_the_configurations_the_maps_apply_to_with_them(speech_corpus, vectors,
+                                                                      tmp_path):
+    """`report --map-unseen-inputs --map-unseen-outputs` scores the untied configuration whose
+    rows trained from vectors as `lmlow eval` with the same flags does, the tied one as
+    trained, says which in a column, and pairs bin by bin on the same evaluations; a plain
+    report afterwards is the plain table again."""
+    (tmp_path / "grid.toml").write_text(GRID.split("[runs.untied-unigram]")[0] + """
+[runs.ours-unfrozen]
+tie = false
+init = ["glove", "glove-output"]
+""")
+    out = tmp_path / "sweep"
+    r = lmlow("sweep", speech_corpus, "--grid", tmp_path / "grid.toml", "--out", out,
+              "--preset", "tiny", "--max-epochs", "1", "--embeddings", vectors,
+              "--extend-vocab")
+    assert r.returncode == 0, r.stderr
+    assert lmlow("report", out).returncode == 0
+    plain = {row["configuration"]: row for row in json.loads((out / "results.json").read_text())}
+    both = ("--map-unseen-inputs", "--map-unseen-outputs")
+    r = lmlow("report", out, *both, "--paired", "standard")
+    assert r.returncode == 0, r.stderr
+    rows = {row["configuration"]: row for row in csv.DictReader((out / "results.csv").open())}
+    assert rows["standard"]["scored with"] == "as trained"
+    assert rows["ours-unfrozen"]["scored with"] == " ".join(both)
+    assert float(rows["standard"]["valid ppl"]) == pytest.approx(plain["standard"]["valid ppl"])
+    run = out / "ours-unfrozen.seed1"
+    want = {split: json.loads(lmlow("eval", run, "--split", split, "--json", *both,
+                                    check=True).stdout) for split in ("valid", "test")}
+    data = {row["configuration"]: row for row in json.loads((out / "results.json").read_text())}
+    for split in ("valid", "test"):
+        assert data["ours-unfrozen"][f"{split} ppl"] == pytest.approx(
+            want[split]["perplexity"], rel=1e-6)
+        assert want[split]["perplexity"] != pytest.approx(plain["ours-unfrozen"][f"{split} ppl"],
+                                                          rel=1e-6)
+    # the paired bins compare the mapped model's bins with the standard one's
+    ref = json.loads((out / "standard.seed1" / "eval_best_valid.json").read_text())["bins"]
+    diffs = {a["bin"]: b["perplexity"] - a["perplexity"]
+             for a, b in zip(ref, want["valid"]["bins"]) if a["tokens"]}
+    got = data["ours-unfrozen"]["paired"]["bins"]
+    assert set(got) == set(diffs)
+    for k, v in diffs.items():
+        assert got[k]["diffs"] == pytest.approx([v], rel=1e-6), k
+    assert "*scored with*" in (out / "results.md").read_text()
+    assert lmlow("report", out).returncode == 0
+    again = json.loads((out / "results.json").read_text())
+    assert {r["configuration"]: r["valid ppl"] for r in again} == {
+        n: r["valid ppl"] for n, r in plain.items()}
+    assert "scored with" not in (out / "results.csv").read_text().splitlines()[0]
+
+
 def test_report_says_whether_runs_converged_and_survives_without_checkpoints(speech_corpus, tmp_path):
     """A run ended by early stopping is converged, one ended by a cap is not; a committed sweep
     (checkpoints left out of git) still reports from its cached evaluations."""
