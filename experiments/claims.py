@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import re
 import statistics
 import sys
@@ -834,10 +835,24 @@ def _compare(group: list[dict], better: tuple[str, str], worse: tuple[str, str])
     return Comparison(side(*better), side(*worse))
 
 
-def _pct(group: list[dict], flags: str, key: str = "perplexity") -> list[float]:
-    """The map's change in % of the perplexity as trained, lowest and highest over the runs."""
-    change = [100 * (r["maps"][flags][key] / r["trained"][key] - 1) for r in group
-              if key in r["maps"][flags] and key in r["trained"]]
+RARE_BINS = ("1", "2-5")     # words seen 1-5 times in training, as the demo's rare column
+
+
+def rare_perplexity(record: dict) -> float | None:
+    """The perplexity over the target tokens of the words seen 1-5 times in training, from an
+    evaluation's frequency bins (None without them)."""
+    bins = [b for b in record.get("bins") or [] if b["bin"] in RARE_BINS and b["tokens"]]
+    if not bins:
+        return None
+    n = sum(b["tokens"] for b in bins)
+    return math.exp(sum(b["tokens"] * math.log(b["perplexity"]) for b in bins) / n)
+
+
+def _pct(group: list[dict], flags: str, measure=lambda e: e.get("perplexity")) -> list[float]:
+    """The map's change in % of ``measure`` (the whole perplexity by default) as trained,
+    lowest and highest over the runs ([] where no run's records give it)."""
+    pairs = [(measure(r["maps"][flags]), measure(r["trained"])) for r in group]
+    change = [100 * (m / t - 1) for m, t in pairs if m is not None and t is not None]
     return [round(min(change), 1), round(max(change), 1)] if change else []
 
 
@@ -848,8 +863,8 @@ def mapping_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[dict
     may differ). Then, per optimiser, which map to use: the simplest that helps, unless one
     with more flags is clearly better than it on the same runs (one more row per such
     comparison). Returns ({each map's claim: its verdicts combined}, {optimiser: {"choice":
-    flags or "", flags: {"runs", "verdict", "change_pct", "change_pct_excluding_unk"}}} or None
-    when no run was scored with a map)."""
+    flags or "", flags: {"runs", "verdict", "change_pct", "change_pct_excluding_unk",
+    "change_pct_rare"}}} or None when no run was scored with a map)."""
     out = out if out is not None else []
     runs = mapped_runs(root)
     if not runs:
@@ -870,8 +885,9 @@ def mapping_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[dict
             verdicts[flags].append(c.verdict())
             by[opt][flags] = {"runs": len(group), "verdict": c.verdict(),
                               "change_pct": _pct(group, flags),
-                              "change_pct_excluding_unk": _pct(group, flags,
-                                                               "perplexity_excluding_unk")}
+                              "change_pct_excluding_unk": _pct(
+                                  group, flags, lambda e: e.get("perplexity_excluding_unk")),
+                              "change_pct_rare": _pct(group, flags, rare_perplexity)}
             if c.verdict() != "holds":
                 continue
             chosen = by[opt]["choice"]
@@ -901,6 +917,17 @@ def eval_flags(settings: dict, mapping: dict | None) -> dict[str, str]:
             if g["choice"] and _applies(g["choice"], settings)}
 
 
+def rare_clause(change: list[float]) -> str:
+    """What a map did on the words seen 1-5 times in training (lowest, highest change in %)."""
+    lo, hi = change
+    words = "on the words seen 1-5 times in training"
+    if lo > 0:
+        return f", but raised it {words} by {lo:g}-{hi:g}%"
+    if hi < 0:
+        return f", and lowered it {words} by {-hi:g}-{-lo:g}%"
+    return f", and changed it {words} by {lo:+g} to {hi:+g}%"
+
+
 def map_sentence(flags: dict[str, str], mapping: dict | None) -> str | None:
     """The recommendation's lines on scoring with the maps, when it recommends one: for which
     training recipe, on how many runs, by how much (and without the ``<unk>`` targets, where
@@ -921,6 +948,8 @@ def map_sentence(flags: dict[str, str], mapping: dict | None) -> str | None:
             part += (f" ({pct(g['change_pct_excluding_unk'])} without the `<unk>` targets"
                      + (", whose output row no training text ever pulls towards a prediction)"
                         if not any(OUTPUTS in p for p in parts) else ")"))
+        if g["change_pct_rare"]:
+            part += rare_clause(g["change_pct_rare"])
         parts.append(part)
     texts = ["Where its vocabulary holds the vectors' words its training text lacks "
              "(`--extend-vocab`, as in every table here), score it with the maps chosen for "

@@ -749,7 +749,7 @@ def test_the_mapping_claim_pairs_each_run_with_itself(tmp_path):
                         claims.MAPS[BOTH][0]: "not tested"}
     assert mapping == {"sgd": {"choice": INPUTS, INPUTS: {
         "runs": 3, "verdict": "holds", "change_pct": [-1.2, -1.0],
-        "change_pct_excluding_unk": [-6.4, -6.2]}}}
+        "change_pct_excluding_unk": [-6.4, -6.2], "change_pct_rare": []}}}
     assert len(rows) == 1
     assert "(sgd: one difference per run, in this order: t/a.seed1, t/a.seed2, t/a.seed3)" \
         in rows[0] and "| +3.0, +2.5, +3.0 |" in rows[0]
@@ -773,7 +773,7 @@ def test_the_mapping_claim_pairs_each_run_with_itself(tmp_path):
     assert verdicts[claims.MAP_CLAIM] == "holds in part"
     assert mapping["adam"] == {"choice": "", INPUTS: {
         "runs": 2, "verdict": "no clear difference", "change_pct": [0.2, 0.6],
-        "change_pct_excluding_unk": [-5.0, -4.7]}}
+        "change_pct_excluding_unk": [-5.0, -4.7], "change_pct_rare": []}}
     assert rows[1].startswith(f"| {claims.MAP_CLAIM} (adam: one difference per run, in this "
                               "order: u/a.seed1, u/a.seed2)")
     assert claims.eval_flags(untied, mapping) == {"sgd": INPUTS}
@@ -788,6 +788,26 @@ def test_the_mapping_claim_pairs_each_run_with_itself(tmp_path):
     assert claims.map_sentence({}, mapping) is None
     assert claims.mapping_claim(tmp_path / "none") == (
         {claim: "not tested" for claim, _ in claims.MAPS.values()}, None)
+
+
+def test_the_maps_change_on_rare_words_is_measured_on_their_bins():
+    """The rare-word change is the perplexity over the tokens of the bins of words seen 1 and
+    2-5 times (token-weighted in log space), and the sentence says which way it went."""
+    def record(p1, n1, p25, n25):
+        return {"bins": [{"bin": "unseen", "tokens": 50, "perplexity": 9e4},
+                         {"bin": "1", "tokens": n1, "perplexity": p1},
+                         {"bin": "2-5", "tokens": n25, "perplexity": p25},
+                         {"bin": ">100", "tokens": 0, "perplexity": None}]}
+    assert claims.rare_perplexity(record(100.0, 1, 10000.0, 1)) == pytest.approx(1000.0)
+    assert claims.rare_perplexity(record(100.0, 3, 10000.0, 0)) == pytest.approx(100.0)
+    assert claims.rare_perplexity({"perplexity": 5.0}) is None
+    group = [{"trained": record(100.0, 1, 100.0, 1), "maps": {"f": record(110.0, 1, 110.0, 1)}},
+             {"trained": record(100.0, 1, 100.0, 1), "maps": {"f": record(121.0, 1, 100.0, 1)}}]
+    assert claims._pct(group, "f", claims.rare_perplexity) == [10.0, 10.0]
+    assert claims.rare_clause([6.4, 12.1]) == (", but raised it on the words seen 1-5 times in "
+                                               "training by 6.4-12.1%")
+    assert claims.rare_clause([-3.0, -1.0]).startswith(", and lowered it on the words seen")
+    assert claims.rare_clause([-1.0, 2.0]).endswith("by -1 to +2%")
 
 
 def test_a_map_with_more_flags_is_chosen_only_when_clearly_better(tmp_path):
