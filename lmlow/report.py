@@ -100,7 +100,9 @@ def collect(sweep_dir: Path, maps: tuple[bool, bool] = NO_MAPS) -> list[dict]:
                      "valid ppls": valid, "test ppls": test,
                      "stopped by": [c["stopped_by"] for c in conv],
                      "precision": _precisions(summaries),
-                     "maps": list(applied), "scored with": scored_with(applied)})
+                     # only when maps were asked for: a plain report's rows stay as they were
+                     **({"maps": list(applied), "scored with": scored_with(applied)}
+                        if any(maps) else {})})
     rows.sort(key=lambda r: -r["valid ppl"])       # as the paper's Table 1: worst first
     return rows
 

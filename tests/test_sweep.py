@@ -199,6 +199,7 @@ init = ["glove", "glove-output"]
     assert {r["configuration"]: r["valid ppl"] for r in again} == {
         n: r["valid ppl"] for n, r in plain.items()}
     assert "scored with" not in (out / "results.csv").read_text().splitlines()[0]
+    assert not any("scored with" in r or "maps" in r for r in again)
 
 
 def test_report_says_whether_runs_converged_and_survives_without_checkpoints(speech_corpus, tmp_path):
