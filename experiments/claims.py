@@ -797,7 +797,7 @@ MAPS = {INPUTS: (MAP_CLAIM, evaluation_name(True, False)),
         BOTH: ("mapping the unseen words' input rows and the never-predicted words' output rows "
                "lowers the model's perplexity (`--map-unseen-inputs --map-unseen-outputs`, no "
                "training)", evaluation_name(True, True))}
-MAP_CHOICE = "adding a map lowers the perplexity of the simpler maps that help"
+MAP_CHOICE = "a map with more flags lowers the perplexity further than a simpler map that helps"
 
 
 # the training recipes the maps are judged under: the name of each, how a user gets it
