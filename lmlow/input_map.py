@@ -38,13 +38,14 @@ FIT_MIN = 6     # fitted on words read this often or more: their rows have moved
 HELP = ("untied runs (LSTM or Transformer) whose input rows trained from --init glove "
         "vectors: move the rows of the words that have a vector but never occur in the training "
         "text (no text trained them) into the trained space, by a linear map fitted on the "
-        "words read >= "
-        f"{FIT_MIN} times; nothing is retrained (experiments/freezing/mapped-rows.md)")
+        f"words read >= {FIT_MIN} times; nothing is retrained "
+        "(experiments/freezing/mapped-rows.md)")
 
 
 OUT_HELP = ("untied runs (LSTM or Transformer) whose output rows trained from --init "
-            "glove-output vectors: replace the output rows of the words that never occur as a target in the training "
-            "text (only ever pushed away from every prediction) by their vectors through a "
+            "glove-output vectors: replace the output rows of the words that never occur as a "
+            "target in the training text (only ever pushed away from every prediction) by "
+            "their vectors through a "
             f"linear map fitted on the output rows of the words predicted >= {FIT_MIN} times; "
             "the bias stays as trained; nothing is retrained "
             "(experiments/freezing/mapped-rows.md)")

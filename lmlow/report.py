@@ -79,12 +79,13 @@ def collect(sweep_dir: Path, maps: tuple[bool, bool] = NO_MAPS) -> list[dict]:
     for name, runs in groups.items():
         cfg = read_json(runs[0].config)
         summaries = [r.summary() for r in runs]
-        applied = EmbeddingRoles.of(cfg).maps(*maps)   # (an n-gram folder: tied by default)
+        roles = EmbeddingRoles.of(cfg)
+        applied = roles.maps(*maps)        # (an n-gram folder: tied by default, so none)
         valid = [evaluation(r, "valid", *applied)["perplexity"] for r in runs]
         test = [evaluation(r, "test", *applied)["perplexity"] for r in runs]
         speeds = [s["tokens_per_s"] for s in summaries if "tokens_per_s" in s]  # whole run, wall clock
         conv = [convergence(r) for r in runs]
-        rows.append({"configuration": name, **EmbeddingRoles.of(cfg).columns(),
+        rows.append({"configuration": name, **roles.columns(),
                      "seeds": len(runs), "trainable params": summaries[0].get("trainable"),
                      "frozen params": summaries[0].get("frozen"),
                      "valid ppl": statistics.mean(valid), "valid sd": _sd(valid),

@@ -143,11 +143,12 @@ def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
             return data
     scorer = load(run.path, checkpoint=checkpoint, map_unseen_inputs=map_unseen_inputs,
                   map_unseen_outputs=map_unseen_outputs)
-    data = (evaluation_record(scorer.evaluate(split), scorer.mapped_inputs,
-                              scorer.mapped_outputs)
-            | {"checkpoint_mtime": stamp})
+    # cleaned as a later call reads it back (NaN: null), then kept
+    data = json.loads(to_json(evaluation_record(scorer.evaluate(split), scorer.mapped_inputs,
+                                                scorer.mapped_outputs)
+                              | {"checkpoint_mtime": stamp}))
     atomic_write_json(cache, data)
-    return json.loads(to_json(data))    # as a later call reads it back (NaN: null)
+    return data
 
 
 @dataclass
