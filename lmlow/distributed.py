@@ -260,11 +260,30 @@ def relaunch(nproc: int, argv: list[str]) -> None:
         raise e
 
 
-def check_resumable(last: "Path", nproc: int) -> None:
-    """--resume --nproc N: the run has a checkpoint, trained with N processes (said once,
-    here, rather than by every process)."""
+def check_resumable(last: "Path", nproc: int, device: str | None = None) -> None:
+    """--resume --nproc N: the run has a checkpoint, trained with N processes, and this
+    machine has a GPU for each process if it resumes on GPUs (``device``: --device, if given
+    with --resume, else the run's own); said once, here, rather than by every process."""
     from lmlow.checkpoint import load_checkpoint
 
     if not last.exists():
         raise LmlowError(f"{last}: no such checkpoint")
-    require_processes(load_checkpoint(last), last, nproc)
+    ck = load_checkpoint(last)
+    require_processes(ck, last, nproc)
+    check_gpus(device or ck["config"].get("device", "auto"), nproc)
+
+
+def check_gpus(device_name: str, nproc: int) -> None:
+    """N processes that train on GPUs need N GPUs on this machine (NCCL gives each process
+    its own): said before torchrun starts them, with the two ways out. Why here: with
+    ``--device auto`` a machine with one GPU picks CUDA, and every process but the first would
+    otherwise fail on its own, after the launch."""
+    from lmlow.checkpoint import pick_device
+
+    if pick_device(device_name).type != "cuda":
+        return
+    gpus = torch.cuda.device_count()
+    if nproc > gpus:
+        raise LmlowError(f"--nproc {nproc}: {gpus} GPU{'s' * (gpus != 1)} visible on this "
+                         f"machine and one is needed per process; give --nproc {gpus} or "
+                         "less, or --device cpu to train the processes on the CPU (gloo)")

@@ -30,8 +30,8 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
 from lmlow.config import Config
 from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
-from lmlow.distributed import (SINGLE, World, all_max, all_sum, columns, gather, join, leave,
-                               rank_seed, require_processes, world_from_env, wrap)
+from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
+                               leave, rank_seed, require_processes, world_from_env, wrap)
 from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.evaluate import lstm_logprobs, valid_bins
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
@@ -870,7 +870,7 @@ def run_command(corpus: Path | None, out: Path | None, resume_dir: Path | None =
     settings = dict(settings or {})
     if resume_dir:
         if nproc > 1:
-            check_resumable(RunDir(resume_dir).last, nproc)
+            check_resumable(RunDir(resume_dir).last, nproc, settings.get("device"))
             return relaunch(nproc, argv)
         summary = resume(resume_dir, quiet=quiet, corpus=corpus, out=out, config=config,
                          preset=preset, **settings)
@@ -892,6 +892,7 @@ def run_command(corpus: Path | None, out: Path | None, resume_dir: Path | None =
 def _check_launchable(cfg: Config, out: Path, force: bool, nproc: int) -> None:
     """What would fail in every one of the N processes is said once, here."""
     columns(World(0, nproc), cfg.batch_size)          # a batch that does not split
+    check_gpus(cfg.device, nproc)
     if not Path(cfg.corpus).is_dir():
         raise LmlowError(f"{cfg.corpus}: no such corpus folder")
     RunDir(out).check_new(force, f"use --resume {out} to continue it, or ")

@@ -1,19 +1,22 @@
-"""Training on several processes (PyTorch DDP over gloo, on this CPU): the same numbers as one
-process, exact resume, one set of files; and the fp16 loss scaler's state across a resume."""
+"""Training on several processes (PyTorch DDP over gloo, on the CPU, also on a machine with a
+GPU: --device cpu): the same numbers as one process, exact resume, one set of files; too few
+GPUs said before the launch; and the fp16 loss scaler's state across a resume."""
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from unittest import mock
 
 import pytest
 import torch
-from conftest import lmlow
+from conftest import cli, lmlow
 
 from lmlow.checkpoint import load_checkpoint
 from lmlow.errors import LmlowError
-from lmlow.train import resume, train
+from lmlow.train import resume, run_command, train
 from lmlow.config import build_config
 
 NO_DROPOUT = ["--dropout", "0", "--dropouth", "0", "--dropouti", "0", "--dropoute", "0",
@@ -50,7 +53,7 @@ def test_two_processes_equal_one_process_with_the_whole_batch(preset, speech_cor
     # update 19, 9e-6 by update 43), where the LSTM stays within 1e-5 for the whole epoch
     budget = [] if preset == "tiny" else ["--max-steps", "20"]
     args = ["train", speech_corpus, "--preset", preset, "--max-epochs", "1", "--eval-every", "1",
-            "--seed", "3", *NO_DROPOUT, *budget]
+            "--seed", "3", "--device", "cpu", *NO_DROPOUT, *budget]
     lmlow(*args, "--out", tmp_path / "one", "--threads", "2", check=True)
     r = torchrun(*args, "--out", tmp_path / "two")
     tol = 1e-5
@@ -94,7 +97,7 @@ def test_two_process_run_killed_and_resumed_equals_an_uninterrupted_one(speech_c
     update with every rank's random state and hidden state saved; the resumed run ends
     bit for bit where an uninterrupted one does."""
     args = ["train", speech_corpus, "--preset", "tiny", "--max-epochs", "2", "--eval-every", "5",
-            "--seed", "5", "--nproc", "2"]
+            "--seed", "5", "--device", "cpu", "--nproc", "2"]
     lmlow(*args, "--out", tmp_path / "full", check=True)
 
     part = tmp_path / "part"
@@ -115,11 +118,35 @@ def test_two_process_run_killed_and_resumed_equals_an_uninterrupted_one(speech_c
 
     with pytest.raises(LmlowError, match="written by 2 training process"):
         resume(part, quiet=True)                               # one process cannot continue it
+    with one_gpu():                                            # nor two on one GPU
+        with pytest.raises(LmlowError, match="1 GPU visible on this machine"):
+            run_command(None, None, part, settings={"device": "cuda"}, nproc=2)
     lmlow("train", "--resume", part, "--nproc", "2", check=True)
     a, b = metrics(tmp_path / "full"), metrics(part)
     assert [m["valid_ppl"] for m in a] == [m["valid_ppl"] for m in b]
     wa, wb = weights(tmp_path / "full" / "best.pt"), weights(part / "best.pt")
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+@contextlib.contextmanager
+def one_gpu():
+    """This process sees one CUDA GPU (torch's own answers, patched): what is checked must
+    fail before anything would touch it."""
+    with mock.patch.object(torch.cuda, "is_available", return_value=True), \
+            mock.patch.object(torch.cuda, "device_count", return_value=1):
+        yield
+
+
+def test_more_processes_than_gpus_is_said_before_the_launch(speech_corpus, tmp_path, capsys):
+    """On a machine with one GPU, --device auto picks it: --nproc 2 would start two processes
+    of which the second fails on its own; lmlow says so once, before torchrun starts, with the
+    ways out, and leaves no run folder."""
+    with one_gpu():
+        code, _, err = cli("train", speech_corpus, "--preset", "tiny", "--nproc", "2",
+                           "--out", tmp_path / "r", capsys=capsys)
+    assert code == 1 and err.startswith("lmlow: error: --nproc 2: 1 GPU visible"), err
+    assert "--device cpu" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
 
 
 def test_loss_scaler_state_survives_a_resume(speech_corpus, tmp_path, monkeypatch):
