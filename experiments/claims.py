@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from lmlow.analysis.stats import alc  # noqa: E402  (the same ALC as `lmlow compare`)
 from lmlow.config import EmbeddingRoles  # noqa: E402  (which maps apply to a configuration)
 from lmlow.paired import FLOOR, Paired  # noqa: E402  (the paired rule of `lmlow report --paired`)
-from lmlow.rundir import evaluation_name  # noqa: E402  (the mapped evaluations' file names)
+from lmlow.rundir import MAP_FLAGS, evaluation_name  # noqa: E402  (the maps' flags and file names)
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 REC_START, REC_END = "<!-- recommendation:start -->", "<!-- recommendation:end -->"
@@ -786,7 +786,7 @@ def coverage_claim(root: Path = ROOT, out: list[str] | None = None) -> tuple[str
 
 MAP_CLAIM = ("mapping the unseen words' input rows lowers the trained-input model's perplexity "
              "(`--map-unseen-inputs`, no training)")
-INPUTS, OUTPUTS = "--map-unseen-inputs", "--map-unseen-outputs"
+INPUTS, OUTPUTS = MAP_FLAGS
 BOTH = f"{INPUTS} {OUTPUTS}"
 # the maps `lmlow eval`/`score` can apply, each with its claim and the name of the evaluation a
 # run folder keeps with it (eval_<name>_valid.json; lmlow.rundir.evaluation_name), simplest first

@@ -443,11 +443,35 @@ class EmbeddingRoles:
                                                                 self.output_frozen),
                 "unigram bias": "yes" if self.unigram_bias else "no"}
 
+    def map_refusal(self, side: str, vectors: bool = True) -> str | None:
+        """Why ``lmlow eval``'s map of unseen words (lmlow.input_map) does not apply to this
+        configuration's ``side`` ("inputs" or "outputs"), or None where it does: the rows must
+        be untied, initialised from vectors (``vectors``: the run names a file) and trained.
+        The one statement of that rule: ``maps`` and the maps' refusals read it."""
+        flag = f"--map-unseen-{side}"
+        if side == "inputs":
+            pretrained, frozen, init = self.input_pretrained, self.input_frozen, "glove"
+        else:
+            pretrained, frozen, init = self.output_pretrained, self.output_frozen, "glove-output"
+        row = side[:-1]
+        if not (pretrained and vectors):
+            return (f"{flag} needs a run whose {row} rows were initialised from vectors "
+                    f"(--init {init})")
+        if self.tie:
+            return (f"{flag} applies to untied runs (--tie no): in a tied model "
+                    + ("the unread words' rows are trained as output rows" if side == "inputs"
+                       else "the output rows are the input rows"))
+        if frozen:
+            return (f"{flag}: the {row} rows were frozen, so the "
+                    + ("unread words already sit among the vectors the model reads"
+                       if side == "inputs" else "unpredicted words' rows are still their vectors"))
+        return None
+
     def maps(self, inputs: bool = True, outputs: bool = True) -> tuple[bool, bool]:
         """Which of the asked-for maps of ``lmlow eval --map-unseen-inputs/--map-unseen-outputs``
-        (lmlow.input_map) apply: untied, and that side initialised from vectors and trained."""
-        return (inputs and not self.tie and self.input_pretrained and not self.input_frozen,
-                outputs and not self.tie and self.output_pretrained and not self.output_frozen)
+        apply (``map_refusal``)."""
+        return (inputs and self.map_refusal("inputs") is None,
+                outputs and self.map_refusal("outputs") is None)
 
 
 PRESET_PURPOSE = {

@@ -73,7 +73,7 @@ def main(argv=None) -> int:
 
 def _demo(args) -> int:
     from lmlow import recommendation
-    from lmlow.rundir import RunDir
+    from lmlow.rundir import RunDir, maps_of
     from lmlow.runs import evaluation
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -87,9 +87,9 @@ def _demo(args) -> int:
     recommended = RunDir(args.out / "runs" / f"{names[RECOMMENDED + recommendation.FLAGS]}.seed1")
     flags = scored_as_recommended(recommended)
     if flags:
+        inputs, outputs = maps_of(flags)
         rows.append(_row(f"recommended with {flags}", recommended,
-                         partial(evaluation, map_unseen_inputs="--map-unseen-inputs" in flags,
-                                 map_unseen_outputs="--map-unseen-outputs" in flags)))
+                         partial(evaluation, map_unseen_inputs=inputs, map_unseen_outputs=outputs)))
     table = _table(rows)
     verdict = conclusion(rows)
     md, _, _, png = SweepDir(args.out).results        # the demo's folder reads as a sweep's

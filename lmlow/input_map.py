@@ -85,18 +85,12 @@ def apply_map(w: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     return torch.cat([rows.double(), torch.ones(len(rows), 1, dtype=torch.float64)], 1) @ w
 
 
-def mappable(cfg: Config, where: str) -> None:
-    """Refuse, in one line, a run the map does not apply to: its input rows must have been
-    initialised from vectors and trained, in an untied model."""
-    if not cfg.pretrained_input or not cfg.embeddings:
-        raise LmlowError(f"{where}: --map-unseen-inputs needs a run whose input rows were "
-                         "initialised from vectors (--init glove)")
-    if cfg.tie:
-        raise LmlowError(f"{where}: --map-unseen-inputs applies to untied runs (--tie no): in a "
-                         "tied model the unread words' rows are trained as output rows")
-    if cfg.freeze_input:
-        raise LmlowError(f"{where}: --map-unseen-inputs: the input rows were frozen, so the "
-                         "unread words already sit among the vectors the model reads")
+def mappable(cfg: Config, where: str, side: str = "inputs") -> None:
+    """Refuse, in one line, a run the map of ``side`` ("inputs" or "outputs") does not apply
+    to (``EmbeddingRoles.map_refusal``: untied, initialised from vectors, trained)."""
+    reason = cfg.roles.map_refusal(side, vectors=bool(cfg.embeddings))
+    if reason:
+        raise LmlowError(f"{where}: {reason}")
 
 
 SAME = 0.99    # cosine of the unread rows with the file's vectors, at least
@@ -177,20 +171,6 @@ def map_unseen_inputs(model: torch.nn.Module, cfg: Config, words: list[str], cou
     return map_rows(weight, initial, found, counts, where)
 
 
-def outputs_mappable(cfg: Config, where: str) -> None:
-    """Refuse, in one line, a run the output map does not apply to: its output rows must have
-    been initialised from vectors and trained, in an untied model."""
-    if not cfg.pretrained_output or not cfg.embeddings:
-        raise LmlowError(f"{where}: --map-unseen-outputs needs a run whose output rows were "
-                         "initialised from vectors (--init glove-output)")
-    if cfg.tie:
-        raise LmlowError(f"{where}: --map-unseen-outputs applies to untied runs (--tie no): in "
-                         "a tied model the output rows are the input rows")
-    if cfg.freeze_output:
-        raise LmlowError(f"{where}: --map-unseen-outputs: the output rows were frozen, so the "
-                         "unpredicted words' rows are still their vectors")
-
-
 def map_unseen_outputs(model: torch.nn.Module, cfg: Config, words: list[str],
                        counts: np.ndarray, where: str,
                        vectors: tuple[torch.Tensor, np.ndarray] | None = None) -> MappedOutputs:
@@ -198,7 +178,7 @@ def map_unseen_outputs(model: torch.nn.Module, cfg: Config, words: list[str],
     training count of 0 by their vectors mapped into the trained output space (module
     docstring). No check that those rows are still the file's vectors: training pushed them
     away from every hidden state, so they are not (the dimensions are checked)."""
-    outputs_mappable(cfg, where)
+    mappable(cfg, where, "outputs")
     initial, found = vectors or run_vectors(cfg, words, "--map-unseen-outputs")
     weight = model.decoder.weight
     _same_width(initial, weight, cfg, "output")
@@ -213,7 +193,7 @@ def map_unseen(model: torch.nn.Module, cfg: Config, words: list[str], counts: np
     if inputs:
         mappable(cfg, where)
     if outputs:
-        outputs_mappable(cfg, where)
+        mappable(cfg, where, "outputs")
     if not (inputs or outputs):
         return None, None
     vectors = run_vectors(cfg, words, "--map-unseen-inputs" if inputs else "--map-unseen-outputs")

@@ -16,7 +16,7 @@ from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.paired import Paired
 from lmlow.plots import plot_validation_curves
-from lmlow.rundir import RunDir
+from lmlow.rundir import MAP_FLAGS, RunDir, map_flags
 from lmlow.sweepdir import SweepDir
 from lmlow.tables import markdown, to_csv
 
@@ -57,12 +57,11 @@ def _stopped_by(cfg: dict, summary: dict, rows: list[dict]) -> str:
 
 
 NO_MAPS = (False, False)
-MAP_FLAGS = ("--map-unseen-inputs", "--map-unseen-outputs")
 
 
 def scored_with(maps: tuple[bool, bool]) -> str:
     """The flags of the maps a row was scored with ('as trained' without any)."""
-    return " ".join(f for f, on in zip(MAP_FLAGS, maps) if on) or "as trained"
+    return map_flags(maps) or "as trained"
 
 
 def collect(sweep_dir: Path, maps: tuple[bool, bool] = NO_MAPS) -> list[dict]:

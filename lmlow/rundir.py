@@ -29,6 +29,20 @@ _HELD: set[Path] = set()       # lock files this process holds (flock: one per o
 CHECKPOINTS = ("best", "last")
 
 
+MAP_FLAGS = ("--map-unseen-inputs", "--map-unseen-outputs")
+
+
+def map_flags(maps: tuple[bool, bool]) -> str:
+    """The flags of the maps (inputs, outputs) that are on ('' for none)."""
+    return " ".join(f for f, on in zip(MAP_FLAGS, maps) if on)
+
+
+def maps_of(flags: str) -> tuple[bool, bool]:
+    """(inputs, outputs) of a string of flags such as ``recommendation.EVAL_FLAGS``' values."""
+    words = flags.split()
+    return MAP_FLAGS[0] in words, MAP_FLAGS[1] in words
+
+
 def evaluation_name(map_unseen_inputs: bool = False, map_unseen_outputs: bool = False) -> str:
     """The name of the cached evaluation of a run's best checkpoint with these maps
     (``eval_<name>_<split>.json``): ``best`` as trained, ``mapped`` with --map-unseen-inputs,
