@@ -9,12 +9,14 @@
 # ours-unfrozen scored with --map-unseen-inputs, --map-unseen-outputs and both
 # (eval_mapped_*.json in its run folder).
 # DIM and HIDDEN choose the model (default 100-d vectors, 2 x 256: what one CPU core can train;
-# the paper has 400 and 3 x 1150). The same command resumes. Run from the repo root.
+# the paper has 400 and 3 x 1150). GRID: the configurations (default five.toml; pair.toml:
+# ours and ours-unfrozen only, what a 15-minute GPU loan can converge). The same command
+# resumes. Run from the repo root.
 set -euo pipefail
 source experiments/converged/common.sh
 E=experiments/paper-regime
 C=data/pydocs
-DIM=${DIM:-100} HIDDEN=${HIDDEN:-256}
+DIM=${DIM:-100} HIDDEN=${HIDDEN:-256} GRID=${GRID:-$E/five.toml}
 V=vectors/pylibs+pydocs.${DIM}d.txt
 [ -f $C/train.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
 if [ ! -f $V ]; then   # (a GPU machine gets the vectors made here: tools/gpu/pack.sh)
@@ -28,7 +30,7 @@ fi
 # seed by seed; TOGETHER=1 puts every seed in one sweep (a GPU trains JOBS=10 runs at once)
 groups=${SEEDS:-1 2}; [ -n "${TOGETHER:-}" ] && groups=$(echo $groups | tr ' ' ',')
 for seeds in $groups; do
-  $LM sweep $C --grid $E/five.toml --extend-vocab --embeddings $V --seeds $seeds --jobs "$JOBS" \
+  $LM sweep $C --grid "$GRID" --extend-vocab --embeddings $V --seeds $seeds --jobs "$JOBS" \
       --out $E/sweep.${DIM}d --preset paper --emb-size $DIM --hidden-size $HIDDEN --layers 2 \
       "${PAPER_CONVERGE[@]}"
   $LM report $E/sweep.${DIM}d --baseline $E/kenlm5.${DIM}d

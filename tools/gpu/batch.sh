@@ -18,7 +18,9 @@
 #                                         # quiet GPU)
 #   bash tools/gpu/batch.sh paper-regime  # starts the paper regime's table (SEEDS, default 1;
 #                                         # JOBS runs at once, default 5) in the background,
-#                                         # then watches it until UNTIL seconds (default 540)
+#                                         # then watches it until UNTIL seconds (default 540);
+#                                         # GRID=experiments/paper-regime/pair.toml JOBS=2:
+#                                         # only ours and ours-unfrozen (a 15-minute loan)
 #   bash tools/gpu/batch.sh transformer   # the same for experiments/transformer (its search,
 #                                         # then the six and the six with the unigram bias;
 #                                         # SEEDS default "1 2 3", JOBS default 6)
@@ -77,7 +79,7 @@ watch() {
 launch() {   # TABLE JOBS SEEDS: experiments/TABLE/run.sh in $W/TABLE, in its own session, none
   # of this call's output streams (the call returns, the table goes on)
   (cd $W/$1 && PYTHONPATH=$W/$1:/tmp/site LM="python3 -m lmlow.cli" PY=python3 JOBS=$2 SEEDS="$3" \
-      TOGETHER=${TOGETHER:-} exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep-$1.log 2>&1 < /dev/null &
+      TOGETHER=${TOGETHER:-} GRID=${GRID:-} exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep-$1.log 2>&1 < /dev/null &
   sleep 5
 }
 
