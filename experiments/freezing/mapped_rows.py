@@ -14,7 +14,8 @@ mapped-rows.md, and keeps each trained run's mapped evaluations in its folder
 (``eval_mapped_{valid,test}.json``, what `lmlow eval RUN --map-unseen-inputs --json` prints;
 ``eval_mapped_outputs_*`` with --map-unseen-outputs, ``eval_mapped_both_*`` with both),
 where experiments/claims.py finds it; one already there that the kept model no longer gives is
-reported, not replaced (exit 1). Run from the repo root:
+reported, not replaced (exit 1). The rows of pairs whose models are no longer here (a new
+workspace keeps none) stay in mapped-rows.md as committed. Run from the repo root:
 
     python experiments/freezing/mapped_rows.py
 """
@@ -86,6 +87,23 @@ def keep(run_dir: Path, name: str, split: str, record: dict) -> bool:
     return False
 
 
+def row_key(row: str) -> tuple:
+    """(table, seed, split) of a table row: the rows' order, and which are recomputed."""
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    return cells[0], int(cells[1]), 0 if cells[3] == "valid" else 1
+
+
+def merged(new: list[str], path: Path) -> list[str]:
+    """The rows computed now, with the committed file's rows of the pairs not computed now
+    (their models are gone from this workspace), in table, seed, split order."""
+    done = {row_key(r)[:2] for r in new}
+    old = []
+    if path.exists():
+        lines = [x for x in path.read_text().splitlines() if x.startswith("| ")][1:]
+        old = [x for x in lines if row_key(x)[:2] not in done]
+    return sorted([*old, *new], key=row_key)
+
+
 def main() -> int:
     torch.set_num_threads(1)
     rows, same = [], True
@@ -135,7 +153,7 @@ def main() -> int:
              "| table | seed | rows (fit, R^2) | split | frozen | trained | trained, mapped | "
              "after unseen: frozen / trained / mapped | outputs mapped | both mapped | "
              "excluding `<unk>`: trained / inputs / outputs / both |",
-             "|---|---|---|---|---|---|---|---|---|---|---|", *rows]
+             "|---|---|---|---|---|---|---|---|---|---|---|", *merged(rows, HERE / "mapped-rows.md")]
     atomic_write_text(HERE / "mapped-rows.md", "\n".join(lines) + "\n")
     print(HERE / "mapped-rows.md")
     return 0 if same else 1
