@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import math
 import re
 import statistics
 import sys
@@ -40,6 +39,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 from lmlow.analysis.stats import alc  # noqa: E402  (the same ALC as `lmlow compare`)
 from lmlow.config import EmbeddingRoles  # noqa: E402  (which maps apply to a configuration)
+from lmlow.evaluate import pooled_perplexity  # noqa: E402  (the rare words' perplexity, as the demo's)
 from lmlow.paired import FLOOR, Paired  # noqa: E402  (the paired rule of `lmlow report --paired`)
 from lmlow.rundir import MAP_FLAGS, evaluation_name  # noqa: E402  (the maps' flags and file names)
 
@@ -835,17 +835,10 @@ def _compare(group: list[dict], better: tuple[str, str], worse: tuple[str, str])
     return Comparison(side(*better), side(*worse))
 
 
-RARE_BINS = ("1", "2-5")     # words seen 1-5 times in training, as the demo's rare column
-
-
 def rare_perplexity(record: dict) -> float | None:
     """The perplexity over the target tokens of the words seen 1-5 times in training, from an
-    evaluation's frequency bins (None without them)."""
-    bins = [b for b in record.get("bins") or [] if b["bin"] in RARE_BINS and b["tokens"]]
-    if not bins:
-        return None
-    n = sum(b["tokens"] for b in bins)
-    return math.exp(sum(b["tokens"] * math.log(b["perplexity"]) for b in bins) / n)
+    evaluation's frequency bins (None without them), as the demo's rare column."""
+    return pooled_perplexity(record.get("bins") or [])[0]
 
 
 def _pct(group: list[dict], flags: str, measure=lambda e: e.get("perplexity")) -> list[float]:

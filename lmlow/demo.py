@@ -21,7 +21,6 @@ Reuses what a previous run built. Usage: python -m lmlow.demo [--out runs/demo]
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import shutil
 import sys
@@ -38,7 +37,6 @@ QUARTER_LINES = 2508       # the converged tables' LM text (experiments/converge
 # the converged tables' model and rule (experiments/README.md, Protocol)
 MODEL = dict(emb_size=100, hidden_size=256, dropout=0.4, dropouth=0.3, dropouti=0.65,
              dropoute=0.1, wdrop=0.5, schedule="plateau", gamma=0.5, patience=3)
-RARE = ("1", "2-5")        # test words seen 1-5 times in training
 RECOMMENDED = "recommended: "   # the recommended model's label, before its flags
 
 
@@ -184,11 +182,11 @@ def _kenlm(folder: Path, corpus: Path, vectors: Path):
 
 
 def _row(label: str, run, evaluation) -> dict:
+    from lmlow.evaluate import pooled_perplexity
+
     valid, test = evaluation(run, "valid"), evaluation(run, "test")
-    rare = [b for b in test["bins"] if b["bin"] in RARE and b["tokens"]]
-    n = sum(b["tokens"] for b in rare)
-    rare_ppl = (math.exp(sum(b["tokens"] * math.log(b["perplexity"]) for b in rare) / n)
-                if n else float("nan"))
+    rare_ppl, n = pooled_perplexity(test["bins"])        # test words seen 1-5 times in training
+    rare_ppl = float("nan") if rare_ppl is None else rare_ppl
     summary = run.summary()
     return {"configuration": label, "valid": valid["perplexity"], "test": test["perplexity"],
             "test_rare": rare_ppl, "rare_tokens": n, "epochs": summary.get("epochs"),

@@ -27,6 +27,17 @@ LN10 = math.log(10)       # KenLM and ARPA files speak log10; lmlow speaks natur
 # Training-frequency bins of the target word (count in the training split after the UNK rule).
 BINS = ((0, 0, "unseen"), (1, 1, "1"), (2, 5, "2-5"), (6, 20, "6-20"), (21, 100, "21-100"),
         (101, None, ">100"))
+RARE_BINS = ("1", "2-5")  # the words seen 1-5 times in training: the demo's and claims' rare words
+
+
+def pooled_perplexity(bins: list[dict], names=RARE_BINS) -> tuple[float | None, int]:
+    """The perplexity over the tokens of the named bins together (their token-weighted mean
+    cross-entropy, exponentiated) and their token count; None where they hold no token."""
+    chosen = [b for b in bins if b["bin"] in names and b["tokens"]]
+    n = sum(b["tokens"] for b in chosen)
+    if not n:
+        return None, 0
+    return math.exp(sum(b["tokens"] * math.log(b["perplexity"]) for b in chosen) / n), n
 
 
 def perplexity(logprobs: np.ndarray) -> float:
