@@ -5,8 +5,14 @@ causal LM of the same width, depth and vocabulary (full causal mask, no memory, 
 entropy), and against the `small` preset's AWD-LSTM at about the same parameter count, in one
 process: tokens per second of a forward + backward + AdamW step, median of ``--repeats``.
 
+On a GPU a fourth row times lmlow's Transformer with its attention through the band as a
+boolean mask (the path CPUs and a failed kernel check take) instead of the windowed fused
+kernel, so the kernel's share of the difference is measured in the same run. ``--profile DIR``
+writes each model's top operators (torch.profiler, self time on the device, or on the CPU
+there) to DIR/PRECISION-MODEL.txt.
+
 Usage: python benchmarks/transformer_speed.py [--vocab 10000] [--steps 5] [--device cpu]
-       [--precision fp32 bf16]
+       [--precision fp32 bf16] [--profile DIR]
 Results go to stdout as a Markdown table (and JSON with --json) for BENCHMARKS.md; measure on a
 quiet machine and say which CPU or GPU.
 """
@@ -64,6 +70,40 @@ def lmlow_loss(model):
     return loss
 
 
+def masked(fn):
+    """``fn`` with lmlow's attention forced through the masked SDPA call (the kernel's check
+    answered no), for the GPU's fourth row."""
+    import lmlow.transformer as tr
+
+    def call(*a):
+        kept, tr.window_kernel_agrees = tr.window_kernel_agrees, lambda *_: False
+        try:
+            return fn(*a)
+        finally:
+            tr.window_kernel_agrees = kept
+    return call
+
+
+def profile(loss, params, x, y, steps, device, dtype, path: Path) -> None:
+    """The top operators of ``steps`` training steps by self time on ``device``."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    opt = torch.optim.AdamW(params, lr=1e-4)
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with torch_profile(activities=acts) as prof:
+        for _ in range(steps):
+            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                value = loss(x, y)
+            opt.zero_grad(set_to_none=True)
+            value.backward()
+            opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    path.write_text(prof.key_averages().table(sort_by=key, row_limit=30) + "\n")
+
+
 def throughput(loss, params, x, y, steps, repeats, device, dtype) -> float:
     opt = torch.optim.AdamW(params, lr=1e-4)
 
@@ -97,6 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument("--preset", default="transformer-small")
     ap.add_argument("--lstm-preset", default="small")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--profile", type=Path, help="folder for each model's operator profile")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("transformer_speed: no CUDA device here", file=sys.stderr)
@@ -116,14 +157,24 @@ def main(argv=None) -> int:
                                                                          lcfg.emb_size,
                                                                          lcfg.out_size or lcfg.emb_size),
     }
+    runs = [(name, model, False) for name, model in models.items()]
+    if device.type == "cuda":
+        runs.append(("lmlow Transformer (masked attention)", runs[0][1], True))
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
     rows = []
     for precision in args.precision:
         dtype = None if precision == "fp32" else torch.bfloat16
         base = None
-        for name, model in models.items():
+        for name, model, mask in runs:
             model.to(device).train()
             loss = model.loss if isinstance(model, PlainTransformer) else lmlow_loss(model)
+            loss = masked(loss) if mask else loss
             tps = throughput(loss, model.parameters(), x, y, args.steps, args.repeats, device, dtype)
+            if args.profile:
+                slug = name.replace(" ", "-").replace("(", "").replace(")", "").replace(".", "")
+                profile(loss, model.parameters(), x, y, args.steps, device, dtype,
+                        args.profile / f"{precision}-{slug}.txt")
             base = base or tps
             params = sum(p.numel() for n, p in model.named_parameters()
                          if not n.startswith(("enc", "dec", "encoder", "decoder")))

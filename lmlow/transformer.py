@@ -26,8 +26,15 @@ Why this shape:
 - **Rotary positions** (RoPE) on queries and keys: attention scores depend only on the
   distance between two tokens, which is what makes the window's output independent of where
   a chunk starts.
-- Attention runs through ``torch.nn.functional.scaled_dot_product_attention`` (the fused
-  kernels where the device has them for a masked call; the math kernel on CPUs).
+- Attention (:func:`band_attention`): on a CUDA GPU, the memory-efficient kernel's own
+  sliding window (``torch.ops.aten._efficient_attention_forward`` with a bottom-right causal
+  mask of ``context + 1`` keys), which skips the key blocks outside the band, takes no mask
+  tensor and keeps the fused attention dropout; a GPU checks it once per dtype against the
+  masked call below and uses the masked call if it disagrees or is missing. Elsewhere (and
+  as that fallback) ``torch.nn.functional.scaled_dot_product_attention`` with the band as a
+  boolean mask (the math kernel on CPUs). Through a mask, a GPU computes every key of every
+  query (twice the band) and SDPA takes a head size that is not a multiple of 4 (fp32) or 8
+  to the unfused math kernel; the windowed kernel pads the head size instead.
 
 Dropout: ``dropoute`` (whole words) and ``dropouti`` on the embeddings, ``dropouth`` on the
 attention weights and the residual branches, ``dropout`` on the output; ``wdrop`` (the LSTM's
@@ -37,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import torch
 import torch.nn as nn
@@ -85,6 +93,97 @@ def band_mask(queries: int, memory: int, window: int, device) -> torch.Tensor:
     return (k <= q) & (k >= q - window)
 
 
+def band_attention(q, k, v, window: int, dropout_p: float = 0.0) -> torch.Tensor:
+    """Attention of the T queries ``q`` (B, H, T, D), at the last T of the S positions of ``k``
+    and ``v`` (B, H, S, D), each to itself and the ``window`` positions before it (the band of
+    :func:`band_mask`); (B, H, T, D). On a CUDA GPU through the windowed fused kernel (when its
+    check passed for this device and dtype), elsewhere through a masked SDPA call."""
+    T, S = q.shape[-2], k.shape[-2]
+    if q.is_cuda and window_kernel_agrees(q.device, q.dtype):
+        return _window_attention(q, k, v, window, dropout_p)
+    mask = _cached_band_mask(T, S - T, window, q.device)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+
+
+def _window_attention(q, k, v, window: int, dropout_p: float) -> torch.Tensor:
+    """The CUDA path of :func:`band_attention`: the head size padded with zeros to a multiple
+    of 8 (the kernel's alignment; zeros change no score and add only output columns that are
+    cut off), the scale that of the true head size."""
+    D = q.shape[-1]
+    pad = -D % 8
+    if pad:
+        q, k, v = (F.pad(t, (0, pad)) for t in (q, k, v))
+    # the kernel's layout is (B, S, H, D): a transposed view, as SDPA itself passes it
+    out = _WindowAttention.apply(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                 window + 1, float(dropout_p), 1.0 / math.sqrt(D))
+    out = out.transpose(1, 2)
+    return out[..., :D] if pad else out
+
+
+_BOTTOM_RIGHT = 2    # the kernel's CausalFromBottomRight: the last query sees the last key
+
+
+class _WindowAttention(torch.autograd.Function):
+    """``aten._efficient_attention_forward/backward`` with a bottom-right causal mask and a
+    window of ``keys`` keys (the query's own and the ``keys - 1`` before it): the fused kernel
+    SDPA calls for a masked or causal call, asked for the band directly. The forward saves the
+    log-sum-exp and the dropout's Philox seed and offset, so backward recomputes the same
+    dropout mask, as SDPA's own autograd does."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, keys: int, dropout_p: float, scale: float):
+        grad = any(ctx.needs_input_grad[:3])      # (forward itself runs without grad mode)
+        out, lse, seed, offset, _, _ = torch.ops.aten._efficient_attention_forward(
+            q, k, v, None, None, None, None, None, dropout_p, _BOTTOM_RIGHT, grad,
+            scale=scale, window_size=keys)
+        ctx.save_for_backward(q, k, v, out, lse, seed, offset)
+        ctx.args = (keys, dropout_p, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, out, lse, seed, offset = ctx.saved_tensors
+        keys, dropout_p, scale = ctx.args
+        dq, dk, dv, _ = torch.ops.aten._efficient_attention_backward(
+            grad_out.contiguous(), q, k, v, None, out, None, None, q.shape[1], k.shape[1], lse,
+            dropout_p, seed, offset, _BOTTOM_RIGHT, False, scale=scale, window_size=keys)
+        return dq, dk, dv, None, None, None
+
+
+@functools.lru_cache(maxsize=None)
+def window_kernel_agrees(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether the windowed kernel gives the masked call's attention and gradients on this
+    device and dtype: checked once per process on a small problem that has a band narrower
+    than its memory, a memory shorter than the band and an odd head size, from a generator of
+    its own (the run's random state is not touched). A torch without the kernel's window, or
+    a disagreement, is said once on stderr, and the masked call is used."""
+    try:
+        with torch.inference_mode(False), torch.enable_grad(), torch.autocast(
+                device.type, enabled=False):
+            gen = torch.Generator(device).manual_seed(0)
+            for memory, window in ((9, 4), (2, 6)):
+                B, H, T, D = 2, 3, 5, 10
+                q, k, v = (torch.randn(B, H, n, D, device=device, generator=gen, dtype=dtype)
+                           .requires_grad_() for n in (T, memory + T, memory + T))
+                g = torch.randn(B, H, T, D, device=device, generator=gen, dtype=dtype)
+                mask = band_mask(T, memory, window, device)
+                ref = [t.float().detach().requires_grad_() for t in (q, k, v)]
+                want = F.scaled_dot_product_attention(*ref, attn_mask=mask)
+                want_grads = torch.autograd.grad(want, ref, g.float())
+                got = _window_attention(q, k, v, window, 0.0)
+                got_grads = torch.autograd.grad(got, (q, k, v), g)
+                tol = 1e-4 if dtype == torch.float32 else 3e-2
+                for a, b in zip((got, *got_grads), (want, *want_grads)):
+                    if not torch.allclose(a.float(), b, atol=tol, rtol=tol):
+                        raise ValueError(f"differs by {(a.float() - b).abs().max().item():.3g}")
+        return True
+    except Exception as e:                                     # noqa: BLE001 (said, then masked)
+        print(f"lmlow: the windowed attention kernel is not used on {device} in {dtype} "
+              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); the masked "
+              "call is", file=sys.stderr)
+        return False
+
+
 class Block(nn.Module):
     """Pre-norm block: x + attention(LN(x) over the carried keys/values and x's), then
     x + MLP(LN(x))."""
@@ -110,9 +209,7 @@ class Block(nn.Module):
         q = q.reshape(T, B, self.heads, W // self.heads).permute(1, 2, 0, 3)
         k, v = keys_values.view(M + T, B, 2, self.heads, W // self.heads).permute(2, 1, 3, 0, 4)
         q, k = rotate(q, start=M), rotate(k)
-        mask = _cached_band_mask(T, M, window, x.device)
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                           dropout_p=self.dropout if self.training else 0.0)
+        a = band_attention(q, k, v, window, self.dropout if self.training else 0.0)
         a = a.permute(2, 0, 1, 3).reshape(T, B, W)                           # (T, B, W)
         x = x + F.dropout(self.proj(a), self.dropout, self.training)
         return x + F.dropout(self.mlp(self.norm2(x)), self.dropout, self.training), kv
@@ -178,4 +275,5 @@ class TransformerLM(nn.Module):
         return scaled_logits(self.decoder, output, bias_scale)
 
 
-__all__ = ["Block", "TransformerLM", "band_mask", "rotate"]
+__all__ = ["Block", "TransformerLM", "band_attention", "band_mask", "rotate",
+           "window_kernel_agrees"]

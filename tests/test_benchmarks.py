@@ -48,7 +48,8 @@ def test_gpu_scripts_say_in_one_line_that_there_is_no_gpu(script, args):
 
 def test_transformer_speed_runs_on_the_cpu(tmp_path):
     out = run("transformer_speed.py", "--vocab", "500", "--steps", "1", "--repeats", "1",
-              "--batch", "2", "--bptt", "8", "--json", tmp_path / "rows.json")
+              "--batch", "2", "--bptt", "8", "--json", tmp_path / "rows.json",
+              "--profile", tmp_path / "profiles")
     rows = json.loads((tmp_path / "rows.json").read_text())
     assert [r["model"] for r in rows] == ["lmlow Transformer", "nn.TransformerEncoder",
                                           "lmlow LSTM (small)"]
@@ -56,6 +57,10 @@ def test_transformer_speed_runs_on_the_cpu(tmp_path):
     sizes = [r["params_without_embeddings"] for r in rows]
     assert max(sizes) / min(sizes) < 1.1                      # compared at equal parameters
     assert out.count("| fp32 |") == 3
+    profiles = sorted(f.name for f in (tmp_path / "profiles").iterdir())
+    assert profiles == ["fp32-lmlow-LSTM-small.txt", "fp32-lmlow-Transformer.txt",
+                        "fp32-nnTransformerEncoder.txt"]
+    assert all("aten::mm" in (tmp_path / "profiles" / f).read_text() for f in profiles)
 
 
 def test_prebuilt_fixtures_are_the_fixtures_a_full_machine_makes(speech_corpus, tmp_path):

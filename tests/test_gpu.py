@@ -161,3 +161,115 @@ def test_an_update_never_waits_for_the_gpu(precision, opt, speech_corpus, tmp_pa
         torch.cuda.set_sync_debug_mode("default")
     t._sync()
     assert t.state.skipped == 0 or precision == "fp16"
+
+
+# The Transformer on the GPU: its windowed attention kernel against the band as a mask, and
+# the run-level promises (every precision trains, bitwise resume, GPU = CPU scores, the
+# evaluation contract) through that kernel.
+
+def tgpu(corpus, **kw):
+    return build_config("transformer-tiny", None, corpus=str(corpus), device="cuda", **kw)
+
+
+@pytest.mark.parametrize("dtype", list(PRECISIONS.values())[1:] + [torch.float32],
+                         ids=["bf16", "fp16", "fp32"])
+@pytest.mark.parametrize("T,memory,window,D", [(64, 128, 128, 48), (1, 128, 128, 58),
+                                               (128, 0, 128, 48), (64, 64, 128, 58),
+                                               (7, 30, 16, 24)])
+def test_the_windowed_kernel_computes_the_band(dtype, T, memory, window, D):
+    """Attention and its gradients through the windowed kernel equal the masked SDPA call in
+    fp32 on the same (rounded) inputs: a memory longer, equal to and shorter than the band,
+    one query (sampling), head sizes the kernel takes and one it must pad (58)."""
+    from lmlow.transformer import _window_attention, band_mask, window_kernel_agrees
+
+    if dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        pytest.skip("this GPU has no bf16")
+    assert window_kernel_agrees(torch.device("cuda", torch.cuda.current_device()), dtype)
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 2, n, D, device="cuda", dtype=dtype).requires_grad_()
+               for n in (T, memory + T, memory + T))
+    g = torch.randn(3, 2, T, D, device="cuda", dtype=dtype)
+    ref = [t.detach().float().requires_grad_() for t in (q, k, v)]
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *ref, attn_mask=band_mask(T, memory, window, "cuda"))
+    want_grads = torch.autograd.grad(want, ref, g.float())
+    got = _window_attention(q, k, v, window, 0.0)
+    got_grads = torch.autograd.grad(got, (q, k, v), g)
+    tol = 2e-5 if dtype == torch.float32 else 2e-2
+    for a, b in zip((got, *got_grads), (want, *want_grads)):
+        assert a.dtype == dtype and a.shape == b.shape
+        assert torch.allclose(a.float(), b, atol=tol, rtol=tol), (a.float() - b).abs().max()
+
+
+def test_the_windowed_kernels_dropout_is_the_same_mask_forward_and_backward():
+    """With attention dropout the gradient is the derivative of the very function the
+    forward computed (the kernel replays its Philox mask in backward): a central difference
+    along a random direction, each evaluation from the same random state, equals it."""
+    from lmlow.transformer import _window_attention
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, n, 16, device="cuda", dtype=torch.float64).float()
+               .requires_grad_() for n in (20, 52, 52))
+    d = [torch.randn_like(t) for t in (q, k, v)]
+    state = torch.cuda.get_rng_state()
+
+    def f(eps):
+        torch.cuda.set_rng_state(state)
+        return _window_attention(*(t + eps * u for t, u in zip((q, k, v), d)), 24, 0.3)
+
+    out = f(0.0)
+    assert (out == f(0.0)).all() and not torch.allclose(out, _window_attention(q, k, v, 24, 0.0))
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    with torch.no_grad():
+        numeric = (f(1e-2).sum() - f(-1e-2).sum()) / 2e-2
+    analytic = sum((g * u).sum() for g, u in zip(grads, d))
+    assert numeric.item() == pytest.approx(analytic.item(), rel=1e-2, abs=1e-2)
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+def test_the_transformer_trains_in_every_precision_on_the_gpu(precision, speech_corpus,
+                                                              tmp_path):
+    if precision == "bf16" and not torch.cuda.is_bf16_supported():
+        pytest.skip("this GPU has no bf16")
+    summary = train(tgpu(speech_corpus, max_steps=30, precision=precision), tmp_path / "r",
+                    quiet=True)
+    assert summary["steps"] == 30 and 1 < summary["best_valid_ppl"] < 1000
+
+
+def test_a_resumed_transformer_run_on_the_gpu_equals_an_uninterrupted_one(speech_corpus,
+                                                                          tmp_path):
+    cfg = dict(max_epochs=2, seed=4, deterministic=True)
+    train(tgpu(speech_corpus, **cfg), tmp_path / "full", quiet=True)
+    train(tgpu(speech_corpus, max_steps=30, **cfg), tmp_path / "part", quiet=True)
+    resume(tmp_path / "part", quiet=True, max_steps=0)
+    a, b = (load_checkpoint(tmp_path / r / "last.pt") for r in ("full", "part"))
+    assert a["state"]["step"] == b["state"]["step"] > 30
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+
+
+def test_gpu_and_cpu_scores_of_one_transformer_agree(speech_corpus, tmp_path):
+    """The GPU scores through the windowed kernel, the CPU through the masked math call."""
+    train(tgpu(speech_corpus, max_epochs=1), tmp_path / "run", quiet=True)
+    on_gpu = load(tmp_path / "run", device="cuda").evaluate("valid")
+    on_cpu = load(tmp_path / "run", device="cpu").evaluate("valid")
+    assert on_gpu.perplexity == pytest.approx(on_cpu.perplexity, rel=1e-4)
+    assert on_gpu.tokens == on_cpu.tokens
+
+
+@pytest.mark.parametrize("batch_size,bptt", [(1, 7), (3, 64), (10, 25)])
+def test_every_token_is_scored_the_same_at_any_batch_or_chunk_on_the_gpu(batch_size, bptt):
+    """The evaluation contract through the windowed kernel: per-token log-probabilities of
+    one stream in any batch size and chunk length equal one unbroken pass (to 1e-4 nats)."""
+    import numpy as np
+
+    from lmlow.evaluate import lstm_logprobs
+    from lmlow.transformer import TransformerLM
+
+    torch.manual_seed(0)
+    m = TransformerLM(50, 16, 16, 2, 2, 16, False, 8, dropout=0, dropouth=0,
+                      dropouti=0).cuda().eval()
+    ids = np.random.RandomState(0).randint(1, 50, 300)
+    ids[::17] = 0
+    whole = lstm_logprobs(m, ids, 0, batch_size=1, bptt=len(ids), device="cuda")
+    split = lstm_logprobs(m, ids, 0, batch_size=batch_size, bptt=bptt, device="cuda")
+    assert split.shape == ids.shape and np.abs(split - whole).max() < 1e-4

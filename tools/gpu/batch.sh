@@ -122,6 +122,9 @@ speed() {   # timings: alone on the GPU
   timeout 90 python3 benchmarks/transformer_speed.py --device cuda --precision fp32 bf16 --batch 64 \
       --bptt 128 --steps 10 --repeats 5 --json $R/transformer_speed.json > $R/transformer_speed.md 2>&1
   cat $R/transformer_speed.md
+  timeout 60 python3 benchmarks/transformer_speed.py --device cuda --precision fp32 bf16 --batch 64 \
+      --bptt 128 --steps 3 --repeats 1 --profile $R/transformer-profiles > /dev/null 2>&1
+  ls $R/transformer-profiles
   ptb_epochs
 }
 
