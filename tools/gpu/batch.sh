@@ -10,6 +10,12 @@
 #                                         # the precision checks that count or compare (not
 #                                         # time) beside them, then watch; follow with `watch`
 #                                         # calls while time is left
+#   bash tools/gpu/batch.sh loan          # a whole 15-minute loan in one call (the next one's
+#                                         # plan): the Transformer's timings (windowed vs
+#                                         # masked attention, plain nn.TransformerEncoder,
+#                                         # profiles) on the quiet GPU, then the paper regime's
+#                                         # decisive pair (pair.toml, seed 1) with pytest -m
+#                                         # gpu beside it, then watch to UNTIL (default 540)
 #   bash tools/gpu/batch.sh checks        # the counting checks, then the timed ones, alone
 #   bash tools/gpu/batch.sh correct       # pytest -m gpu, waits per update, a bf16 GPU run
 #                                         # resumed on the CPU (they count: load does not matter)
@@ -119,13 +125,17 @@ correct() {   # what counts or compares, not what is timed: runs beside a table
 speed() {   # timings: alone on the GPU
   timeout 150 python3 benchmarks/gpu_speed.py --precision fp32 bf16 fp16 --json $R/gpu_speed.json \
       > $R/gpu_speed.md 2>&1; cat $R/gpu_speed.md
-  timeout 90 python3 benchmarks/transformer_speed.py --device cuda --precision fp32 bf16 --batch 64 \
+  transformer_speed
+  ptb_epochs
+}
+
+transformer_speed() {   # lmlow's Transformer (windowed and masked attention) against the plain one
+  timeout 120 python3 benchmarks/transformer_speed.py --device cuda --precision fp32 bf16 --batch 64 \
       --bptt 128 --steps 10 --repeats 5 --json $R/transformer_speed.json > $R/transformer_speed.md 2>&1
   cat $R/transformer_speed.md
   timeout 60 python3 benchmarks/transformer_speed.py --device cuda --precision fp32 bf16 --batch 64 \
       --bptt 128 --steps 3 --repeats 1 --profile $R/transformer-profiles > /dev/null 2>&1
   ls $R/transformer-profiles
-  ptb_epochs
 }
 
 ptb_epochs() {   # the paper preset on PTB, one epoch in each precision: seconds and valid ppl
@@ -151,6 +161,14 @@ session)
   correct
   watch
   ;;
+loan)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee $R/device.txt
+  transformer_speed
+  GRID=experiments/paper-regime/pair.toml paper_regime 2 1 || exit 1
+  LMLOW_TEST_FIXTURES=$PWD/.gpu/fixtures timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q \
+      -p no:cacheprovider -rs > $R/pytest_gpu.log 2>&1; tail -3 $R/pytest_gpu.log
+  watch
+  ;;
 checks) correct; speed ;;
 correct) correct ;;
 speed) speed ;;
@@ -164,5 +182,5 @@ transformer)
   watch
   ;;
 watch) watch ;;
-*) sed -n '2,36p' "$0"; exit 2 ;;
+*) sed -n '2,44p' "$0"; exit 2 ;;
 esac
