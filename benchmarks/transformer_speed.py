@@ -89,22 +89,17 @@ def profile(loss, params, x, y, steps, device, dtype, path: Path) -> None:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    opt = torch.optim.AdamW(params, lr=1e-4)
+    step = training_step(loss, params, x, y, device, dtype)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with torch_profile(activities=acts) as prof:
         for _ in range(steps):
-            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-                value = loss(x, y)
-            opt.zero_grad(set_to_none=True)
-            value.backward()
-            opt.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+            step()
     key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
     path.write_text(prof.key_averages().table(sort_by=key, row_limit=30) + "\n")
 
 
-def throughput(loss, params, x, y, steps, repeats, device, dtype) -> float:
+def training_step(loss, params, x, y, device, dtype):
+    """One forward + backward + AdamW step of ``loss`` on (x, y), waiting for the GPU."""
     opt = torch.optim.AdamW(params, lr=1e-4)
 
     def step():
@@ -115,6 +110,11 @@ def throughput(loss, params, x, y, steps, repeats, device, dtype) -> float:
         opt.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
+    return step
+
+
+def throughput(loss, params, x, y, steps, repeats, device, dtype) -> float:
+    step = training_step(loss, params, x, y, device, dtype)
     step()                                              # warm-up
     times = []
     for _ in range(repeats):
