@@ -77,29 +77,34 @@ def fused(model, h, y, eps, prior, scale=1.0):
     return loss.detach(), h.grad, model.decoder.weight.grad, model.decoder.bias.grad
 
 
-def assert_close(got, want, what):
+def assert_close(got, want, what, **tol):
     assert got is not None, f"{what}: no gradient"
     assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)} != {tuple(want.shape)}"
     err = (got.double() - want.double()).abs().max().item()
-    assert torch.allclose(got.double(), want.double(), **TOL), f"{what}: max abs error {err:.3g}"
+    assert torch.allclose(got.double(), want.double(), **{**TOL, **tol}), \
+        f"{what}: max abs error {err:.3g}"
 
 
 class LogitShapes(TorchDispatchMode):
-    """Records the number of rows of every new 2-d (rows, V) tensor an op allocates (ops whose
-    result aliases an input, such as the transposed (D, V) weight or an in-place update, hold
-    no new memory and are left out)."""
+    """Records the number of rows of every new 2-d (rows, V) tensor an op allocates
+    (``rows``; ops whose result aliases an input, such as the transposed (D, V) weight, an
+    in-place update or a write into a given buffer, hold no new memory and are left out), and
+    of every (rows, V) result, new or not (``written``: the chunks as computed)."""
 
     def __init__(self, vocab):
         super().__init__()
-        self.vocab, self.rows = vocab, []
+        self.vocab, self.rows, self.written = vocab, [], []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if any(r.alias_info is not None for r in func._schema.returns):
-            return out
+        aliases = [r.alias_info for r in func._schema.returns if r.alias_info is not None]
+        new, writes = not aliases, any(a.is_write for a in aliases)   # views do neither
         for t in (out if isinstance(out, (tuple, list)) else (out,)):
             if isinstance(t, torch.Tensor) and t.dim() == 2 and t.size(1) == self.vocab:
-                self.rows.append(t.size(0))
+                if new or writes:
+                    self.written.append(t.size(0))
+                if new:
+                    self.rows.append(t.size(0))
         return out
 
 
@@ -141,17 +146,43 @@ def test_several_chunks_give_what_one_chunk_gives_and_never_hold_all_logits(monk
     and of the reference."""
     m, (h, y), prior = untied(), inputs(), make_prior(kind)
     prior_arg = prior.float() if prior is not None else None
+    monkeypatch.setattr(lmlow.loss, "_SCRATCH", {})      # the buffers a process keeps: none yet
     with LogitShapes(V) as whole:
         one = fused(m, h, y, eps, prior_arg)
     assert max(whole.rows) == T * B                     # control: one chunk holds all 30 rows
     monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * 7)
+    monkeypatch.setattr(lmlow.loss, "_SCRATCH", {})
     with LogitShapes(V) as chunked:
         many = fused(m, h, y, eps, prior_arg)
-    assert max(chunked.rows) == 7 and chunked.rows.count(2) >= 1   # 4 full chunks + 2 rows
+    assert max(chunked.rows) == 7                       # never more than a chunk's logits
+    assert max(chunked.written) == 7 and chunked.written.count(2) >= 1   # 4 full chunks + 2 rows
     want = reference(h, m.decoder.weight, m.decoder.bias, y, eps, prior)
     for a, b, w, what in zip(one, many, want, ("loss", "d/dh", "d/dW", "d/db")):
         assert_close(b, a, what + " (chunked vs one chunk)")
         assert_close(b, w, what + " (chunked vs reference)")
+
+
+@pytest.mark.parametrize("precision", [None, torch.bfloat16], ids=["fp32", "bf16"])
+def test_a_later_update_on_the_cpu_allocates_no_logits(monkeypatch, precision):
+    """The chunk's logits, softmax (and their bf16 copy) live in buffers the process keeps:
+    after the first call no (rows, V) tensor is allocated (a fresh one of tens of MB costs a
+    page fault per 4 kB on a CPU, ten times the writing), and the numbers stay those of the
+    first call and of the reference, also when a shorter batch takes part of a buffer."""
+    monkeypatch.setattr(lmlow.loss, "_SCRATCH", {})
+    m, (h, y) = untied(), inputs()
+    with torch.autocast("cpu", dtype=precision or torch.bfloat16, enabled=precision is not None):
+        with LogitShapes(V) as first:
+            a = fused(m, h, y, 0.0, None)
+        with LogitShapes(V) as second:
+            b = fused(m, h, y, 0.0, None)
+        with LogitShapes(V) as shorter:
+            c = fused(m, h[:11], y[:11], 0.0, None)
+    assert first.rows and not second.rows and not shorter.rows
+    assert all(torch.equal(x, z) for x, z in zip(a, b))
+    want = reference(h[:11], m.decoder.weight, m.decoder.bias, y[:11], 0.0, None)
+    tol = {} if precision is None else {"rtol": 3e-2, "atol": 3e-3}
+    for got, w, what in zip(c, want, ("loss", "d/dh", "d/dW", "d/db")):
+        assert_close(got, w, what, **tol)
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.2])
