@@ -27,10 +27,10 @@ def scratch(slot: str, shape: tuple[int, int], dtype: torch.dtype,
             device: torch.device) -> torch.Tensor:
     """A buffer of ``shape`` kept from one call to the next (per slot, dtype and device) for
     the loss's chunk of logits and its softmax. On a CPU a fresh tensor of tens of MB comes
-    from the system anew at each allocation and pays a page fault per 4 kB at first touch:
-    for a 14k-word softmax over 1,400 tokens that was 60 ms of each update, ten times the
-    writing itself. A GPU's caching allocator reuses its blocks already, so there a fresh
-    tensor is returned and the GPU's memory is as before. At most ``LOGIT_CHUNK_ELEMENTS``
+    from the system anew at each allocation and pays a page fault per 4 kB at first touch,
+    about ten times the cost of writing it (BENCHMARKS.md, "The loss's buffers"). A GPU's
+    caching allocator reuses its blocks already, so there a fresh tensor is returned and the
+    GPU's memory is as before. At most ``LOGIT_CHUNK_ELEMENTS``
     values a buffer, the size the loss's chunk took anyway; made outside inference mode, so
     scoring and training share it."""
     if device.type != "cpu":

@@ -178,9 +178,9 @@ def window_kernel_agrees(device: torch.device, dtype: torch.dtype) -> bool:
                         raise ValueError(f"differs by {(a.float() - b).abs().max().item():.3g}")
         return True
     except Exception as e:                                     # noqa: BLE001 (said, then masked)
-        print(f"lmlow: the windowed attention kernel is not used on {device} in {dtype} "
-              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); the masked "
-              "call is", file=sys.stderr)
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        print(f"lmlow: warning: the windowed attention kernel is not used on {device} in "
+              f"{dtype} ({reason}); the masked call is", file=sys.stderr)
         return False
 
 
