@@ -189,8 +189,9 @@ class AWDLSTM(nn.Module):
         out = locked_dropout(x, self.dropout, self.training)
         return out, new_hidden, raw, out
 
-    def logits(self, output: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
-        return scaled_logits(self.decoder, output, bias_scale)
+    def logits(self, output: torch.Tensor, bias_scale: float = 1.0,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+        return scaled_logits(self.decoder, output, bias_scale, out)
 
 
 def tie_and_init(encoder: nn.Embedding, decoder: nn.Linear, tie: bool) -> None:
@@ -204,11 +205,19 @@ def tie_and_init(encoder: nn.Embedding, decoder: nn.Linear, tie: bool) -> None:
     nn.init.zeros_(decoder.bias)
 
 
-def scaled_logits(decoder: nn.Linear, output: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
-    """Scores over the vocabulary, W h + lambda b; ``bias_scale`` is Kobayashi et al.'s lambda."""
-    if bias_scale == 1.0:
-        return decoder(output)
-    return F.linear(output, decoder.weight) + bias_scale * decoder.bias
+def scaled_logits(decoder: nn.Linear, output: torch.Tensor, bias_scale: float = 1.0,
+                  out: torch.Tensor | None = None) -> torch.Tensor:
+    """Scores over the vocabulary, W h + lambda b; ``bias_scale`` is Kobayashi et al.'s lambda.
+    ``out``: a (rows, vocabulary) buffer to write the scores of 2-d ``output`` into (scoring
+    on a CPU keeps one, :func:`lmlow.evaluate.log_probs`), with the same numbers."""
+    if out is None:
+        if bias_scale == 1.0:
+            return decoder(output)
+        return F.linear(output, decoder.weight) + bias_scale * decoder.bias
+    if bias_scale == 1.0:                    # what nn.Linear does for a 2-d input, into out
+        return torch.addmm(decoder.bias, output, decoder.weight.t(), out=out)
+    torch.mm(output, decoder.weight.t(), out=out)
+    return out.add_(bias_scale * decoder.bias)
 
 
 def map_state(fn, state):

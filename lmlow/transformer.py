@@ -271,8 +271,9 @@ class TransformerLM(nn.Module):
         out = locked_dropout(raw, self.dropout, self.training)
         return out, memories, raw, out
 
-    def logits(self, output: torch.Tensor, bias_scale: float = 1.0) -> torch.Tensor:
-        return scaled_logits(self.decoder, output, bias_scale)
+    def logits(self, output: torch.Tensor, bias_scale: float = 1.0,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+        return scaled_logits(self.decoder, output, bias_scale, out)
 
 
 __all__ = ["Block", "TransformerLM", "band_attention", "band_mask", "rotate",

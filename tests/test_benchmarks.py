@@ -63,6 +63,11 @@ def test_transformer_speed_runs_on_the_cpu(tmp_path):
     assert all("aten::mm" in (tmp_path / "profiles" / f).read_text() for f in profiles)
 
 
+def test_score_speed_runs_on_the_cpu():
+    out = run("score_speed.py", "--vocab", "300", "--tokens", "400", "--repeats", "1")
+    assert "300 words" in out and "tokens/s scored" in out
+
+
 def test_prebuilt_fixtures_are_the_fixtures_a_full_machine_makes(speech_corpus, tmp_path):
     """tools/prebuilt_fixtures.py (for a GPU machine without spaCy and GloVe) writes the same
     corpus as the session's fixture, and vectors of the same words and size; a second call on

@@ -185,6 +185,32 @@ def test_a_later_update_on_the_cpu_allocates_no_logits(monkeypatch, precision):
         assert_close(got, w, what, **tol)
 
 
+@pytest.mark.parametrize("bias_scale", [1.0, 0.3])
+def test_scoring_again_on_the_cpu_allocates_no_scores(monkeypatch, bias_scale):
+    """lmlow.evaluate.log_probs writes the scores and their log-softmax into kept buffers:
+    scoring a stream a second time allocates no (rows, V) tensor, and the per-token numbers
+    are those of log_softmax over W h + lambda b computed afresh (float64 here)."""
+    import numpy as np
+
+    from lmlow.evaluate import lstm_logprobs
+
+    monkeypatch.setattr(lmlow.loss, "_SCRATCH", {})
+    m = untied().eval()
+    ids = np.random.RandomState(3).randint(1, V, 200)
+    ids[::9] = 0
+    lstm_logprobs(m, ids, 0, batch_size=3, bptt=11, bias_scale=bias_scale)
+    with LogitShapes(V) as again:
+        got = lstm_logprobs(m, ids, 0, batch_size=3, bptt=11, bias_scale=bias_scale)
+    assert not again.rows
+    m64 = copy.deepcopy(m).double()
+    with torch.no_grad():
+        inputs = torch.tensor(np.concatenate([[0], ids[:-1]])).unsqueeze(1)   # <eos> first
+        out, *_ = m64(inputs, m64.init_hidden(1))
+        logits = out.squeeze(1) @ m64.decoder.weight.t() + bias_scale * m64.decoder.bias
+        want = torch.log_softmax(logits, -1).gather(1, torch.tensor(ids).unsqueeze(1))
+    assert np.abs(got - want.squeeze(1).numpy()).max() < 1e-4
+
+
 @pytest.mark.parametrize("eps", [0.0, 0.2])
 def test_tied_model_gradient_adds_input_and_output_paths(monkeypatch, eps):
     """A tied AWD-LSTM (one matrix for encoder and decoder): the full model's forward, then
