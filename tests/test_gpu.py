@@ -1,7 +1,9 @@
 """The GPU path (``pytest -m gpu``; skipped, with the reason, where torch sees no CUDA device):
 every Table 1 configuration in fp32, bf16 and fp16; tying and freezing on the GPU; GPU and CPU
 scores of one checkpoint; bitwise fp32 resume and exact fp16 resume with the loss scaler;
-unigram init; the weight-dropped LSTM handed to cuDNN without a copy."""
+unigram init; the weight-dropped LSTM handed to cuDNN without a copy; the Transformer's
+windowed attention kernel against the band as a mask, and the Transformer trained, resumed
+and scored on the GPU."""
 import os
 import warnings
 
@@ -235,9 +237,11 @@ def test_the_transformer_trains_in_every_precision_on_the_gpu(precision, speech_
                                                               tmp_path):
     if precision == "bf16" and not torch.cuda.is_bf16_supported():
         pytest.skip("this GPU has no bf16")
+    """30 updates take the validation perplexity well below the uniform distribution's (the
+    vocabulary's size; on the CPU in fp32 and bf16: 635 of 1,721)."""
     summary = train(tgpu(speech_corpus, max_steps=30, precision=precision), tmp_path / "r",
                     quiet=True)
-    assert summary["steps"] == 30 and 1 < summary["best_valid_ppl"] < 1000
+    assert summary["steps"] == 30 and 1 < summary["best_valid_ppl"] < 0.6 * summary["vocabulary"]
 
 
 def test_a_resumed_transformer_run_on_the_gpu_equals_an_uninterrupted_one(speech_corpus,
