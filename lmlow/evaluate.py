@@ -207,7 +207,8 @@ def log_probs(model, output, bias_scale: float = 1.0):
     """Log-probabilities over the vocabulary of each row of ``output`` (rows, d). On a CPU in
     fp32 (no autocast) the scores and their log-softmax go into buffers the process keeps
     (:func:`lmlow.loss.scratch`): a fresh (rows, vocabulary) tensor pays a page fault per
-    4 kB, and at 61k words scoring ran at half the speed. The numbers are the same."""
+    4 kB, and scoring ran at two thirds of the speed (BENCHMARKS.md, "The loss's buffers").
+    The numbers are the same. Call it under ``torch.no_grad()``, as scoring does."""
     import torch
 
     from lmlow.loss import scratch
