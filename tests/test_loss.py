@@ -166,7 +166,7 @@ def test_several_chunks_give_what_one_chunk_gives_and_never_hold_all_logits(monk
 def test_a_later_update_on_the_cpu_allocates_no_logits(monkeypatch, precision):
     """The chunk's logits, softmax (and their bf16 copy) live in buffers the process keeps:
     after the first call no (rows, V) tensor is allocated (a fresh one of tens of MB costs a
-    page fault per 4 kB on a CPU, ten times the writing), and the numbers stay those of the
+    page fault per 4 kB on a CPU), and the numbers stay those of the
     first call and of the reference, also when a shorter batch takes part of a buffer."""
     monkeypatch.setattr(lmlow.loss, "_SCRATCH", {})
     m, (h, y) = untied(), inputs()
