@@ -25,10 +25,21 @@ table() {   # OUT GRID [FLAGS...]: one sweep over the protocol's tokens, then it
   $LM report $E/$out --baseline experiments/six/kenlm5
 }
 table search $E/search.toml --seeds 1
-if [ ! -f $E/chosen.flags ]; then
-  ${PY:-.venv/bin/python} $E/choose.py $E/search.toml $E/search/results.json > $E/chosen.flags.tmp
-  mv $E/chosen.flags.tmp $E/chosen.flags
-fi
+# the other queue instance may still be training a search run (its report then lacks it):
+# wait for it, reporting again each minute, until one of the two has chosen (at most 3 hours)
+for _ in $(seq 180); do
+  [ -f $E/chosen.flags ] && break
+  if ${PY:-.venv/bin/python} $E/choose.py $E/search.toml $E/search/results.json \
+      > $E/chosen.flags.$$ 2> $E/chosen.flags.err.$$; then
+    mv $E/chosen.flags.$$ $E/chosen.flags
+  else
+    sleep 60
+    $LM report $E/search --baseline experiments/six/kenlm5 > /dev/null
+  fi
+done
+rm -f $E/chosen.flags.$$
+[ -f $E/chosen.flags ] || { cat $E/chosen.flags.err.$$ >&2; exit 1; }
+rm -f $E/chosen.flags.err.$$
 mapfile -t CHOSEN < <(grep -v '^#' $E/chosen.flags)
 for seed in ${SEEDS:-1 2 3}; do
   table sweep six --seeds $seed "${CHOSEN[@]}"
