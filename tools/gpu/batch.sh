@@ -109,11 +109,19 @@ transformer_table() {   # what it reads is in the tree: the bundled corpus, the 
   launch transformer "$1" "$2"
 }
 
-correct() {   # what counts or compares, not what is timed: runs beside a table
+device_info() {   # the GPU, its driver, torch and cuDNN, to $R/device.txt
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee $R/device.txt
   python3 -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())" | tee -a $R/device.txt
+}
+
+gpu_tests() {   # pytest -m gpu on the prebuilt fixtures: counts, so it may run beside a table
   LMLOW_TEST_FIXTURES=$PWD/.gpu/fixtures timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q \
       -p no:cacheprovider -rs > $R/pytest_gpu.log 2>&1; tail -3 $R/pytest_gpu.log
+}
+
+correct() {   # what counts or compares, not what is timed: runs beside a table
+  device_info
+  gpu_tests
   timeout 150 python3 benchmarks/gpu_waits.py data/ptb --updates 100 --json $R/gpu_waits.json \
       > $R/gpu_waits.md 2>&1; cat $R/gpu_waits.md
   { python3 -m lmlow.cli train data/ptb --out /tmp/x --preset tiny --device cuda --precision bf16 \
@@ -162,11 +170,10 @@ session)
   watch
   ;;
 loan)
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee $R/device.txt
+  device_info
   transformer_speed
   GRID=experiments/paper-regime/pair.toml paper_regime 2 1 || echo "batch: the pair did not start"
-  LMLOW_TEST_FIXTURES=$PWD/.gpu/fixtures timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q \
-      -p no:cacheprovider -rs > $R/pytest_gpu.log 2>&1; tail -3 $R/pytest_gpu.log
+  gpu_tests
   [ -z "$(tables)" ] || watch
   ;;
 checks) correct; speed ;;
