@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The converged tables still under way, in the order of their issues: the freezing question
 # (issue 24: freezing/, then datasize/'s last runs and its reruns at the protocol's one thread),
-# then the Transformer's tables (issue 28).
+# then the Transformer's tables (issue 28), then the paper's regime on the CPU (issue 24,
+# paper-regime/README.md): its decisive pair, ours and ours-unfrozen, seed 1, 12-18 hours of
+# one core each, in bf16 where the CPU has AVX-512 BF16 or AMX (chosen when a run starts; a
+# resumed run keeps its precision, on whatever CPU resumes it).
 # Each run.sh resumes where it stopped, so this one command continues them all after any
 # interruption. On 2 cores start it twice, about 20 s apart, one run at a time each:
 #   JOBS=1 nohup experiments/queue.sh > queue1.log 2>&1 &
@@ -15,4 +18,9 @@ for step in freezing/run.sh datasize/run.sh datasize/rerun.sh transformer/run.sh
   echo "queue: $step ($(date -u '+%Y-%m-%d %H:%M UTC'))"
   experiments/$step
 done
+echo "queue: paper-regime/run.sh, the pair on the CPU ($(date -u '+%Y-%m-%d %H:%M UTC'))"
+precision=fp32
+grep -qwE 'avx512_bf16|amx_tile' /proc/cpuinfo && precision=bf16
+GRID=experiments/paper-regime/pair.toml SEEDS=1 SWEEP=sweep-cpu.100d PRECISION=$precision \
+  experiments/paper-regime/run.sh
 echo "queue: done; commit the finished runs, then python experiments/claims.py --update"

@@ -10,18 +10,24 @@
 # (eval_mapped_*.json in its run folder).
 # DIM and HIDDEN choose the model (default 100-d vectors, 2 x 256: what one CPU core can train;
 # the paper has 400 and 3 x 1150). GRID: the configurations (default five.toml; pair.toml:
-# ours and ours-unfrozen only, what a 15-minute GPU loan can converge). The same command
-# resumes. Run from the repo root.
+# ours and ours-unfrozen only, what a 15-minute GPU loan can converge). PRECISION: the runs'
+# precision when they start (default fp32; bf16 where a CPU has AVX-512 BF16 or AMX: the
+# CPU queue, ../queue.sh). SWEEP: the sweep folder (default sweep.DIMd; the CPU queue trains
+# into sweep-cpu.100d, so that a GPU machine, which gets this tree without its checkpoints,
+# never meets a CPU run half done). The same command resumes. Run from the repo root.
 set -euo pipefail
 source experiments/converged/common.sh
 E=experiments/paper-regime
 C=data/pydocs
 DIM=${DIM:-100} HIDDEN=${HIDDEN:-256} GRID=${GRID:-$E/five.toml}
+PRECISION=${PRECISION:-fp32} SWEEP=$E/${SWEEP:-sweep.${DIM}d}
 V=vectors/pylibs+pydocs.${DIM}d.txt
 [ -f $C/train.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
 if [ ! -f $V ]; then   # (a GPU machine gets the vectors made here: tools/gpu/pack.sh)
   [ -f data/pylibs.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
-  $LM embed data/pylibs.txt $C/train.txt --out $V --dim $DIM --threads 1
+  # one maker at a time: queue.sh's two instances both arrive here
+  ( flock 9; [ -f $V ] || $LM embed data/pylibs.txt $C/train.txt --out $V --dim $DIM --threads 1
+  ) 9> $V.lock
 fi
 [ -f $E/stats.${DIM}d.md ] || { $LM stats $C --embeddings $V --extend-vocab --pretrain data/pylibs.txt \
     > $E/stats.${DIM}d.md.tmp && mv $E/stats.${DIM}d.md.tmp $E/stats.${DIM}d.md; }
@@ -31,13 +37,13 @@ fi
 groups=${SEEDS:-1 2}; [ -n "${TOGETHER:-}" ] && groups=$(echo $groups | tr ' ' ',')
 for seeds in $groups; do
   $LM sweep $C --grid "$GRID" --extend-vocab --embeddings $V --seeds $seeds --jobs "$JOBS" \
-      --out $E/sweep.${DIM}d --preset paper --emb-size $DIM --hidden-size $HIDDEN --layers 2 \
-      "${PAPER_CONVERGE[@]}"
-  $LM report $E/sweep.${DIM}d --baseline $E/kenlm5.${DIM}d
+      --out "$SWEEP" --preset paper --emb-size $DIM --hidden-size $HIDDEN --layers 2 \
+      "${PAPER_CONVERGE[@]}" --precision "$PRECISION"
+  $LM report "$SWEEP" --baseline $E/kenlm5.${DIM}d
   # the maps on the trained-input model, while its best.pt is here (model files do not come
   # back from a GPU machine, nor go into git), named as lmlow.rundir.evaluation_name names
   # them: experiments/freezing/mapped-rows.md, ../claims.py
-  for r in $E/sweep.${DIM}d/ours-unfrozen.seed*; do
+  for r in "$SWEEP"/ours-unfrozen.seed*; do
     [ -f $r/summary.json ] || continue
     for m in "mapped:--map-unseen-inputs" "mapped_outputs:--map-unseen-outputs" \
              "mapped_both:--map-unseen-inputs --map-unseen-outputs"; do
