@@ -132,7 +132,9 @@ class Config:
     max_epochs: int = _f(750, "stop after this many epochs (0: save the untrained model)")
     max_time: float = _f(0.0, "stop after this many minutes of training (0: no limit)")
     max_steps: int = _f(0, "stop after this many updates (0: no limit); --resume continues")
-    patience: int = _f(0, "early stopping: epochs without improvement (0: off)")
+    patience: int = _f(0, "early stopping: epochs without improvement (0: off); an epoch "
+                       "that ends inside the warm-up (--warmup-steps) is not counted, nor "
+                       "does it decay the plateau schedule's rate")
     min_improvement: float = _f(0.0, "early stopping and the plateau schedule: an epoch counts "
                                 "as improving only if it lowers validation perplexity by more "
                                 "than this fraction below the last best that counted (0.001: "

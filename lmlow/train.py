@@ -646,7 +646,12 @@ class Trainer:
         if loss < st.best_valid:
             st.best_valid = loss
             self._save_best()
-        st.stale_epochs = 0 if improved else st.stale_epochs + 1
+        # an epoch whose every update was still in the warm-up (the rate rising) says nothing
+        # about a plateau of the rate: it neither counts as stale nor decays the rate. (A
+        # Transformer's first epochs are short and noisy; one such epoch halved the rate
+        # before it had peaked, by chance, and decided a whole table's recipe.)
+        warming = st.step <= cfg.warmup_steps
+        st.stale_epochs = 0 if improved else st.stale_epochs + (not warming)
         st.epoch_improved = False
         # NT-ASGD (Merity et al.): average once validation has not improved for `nonmono` epochs
         if (cfg.optimizer == "sgd" and cfg.asgd and not st.asgd and len(st.valid_history) > cfg.nonmono
@@ -654,7 +659,7 @@ class Trainer:
             self._say(f"switching to averaged SGD at epoch {st.epoch}")
             self.start_averaging()
         st.valid_history.append(loss)
-        st.lr = decayed_rate(cfg, st.lr, st.epoch, improved)
+        st.lr = decayed_rate(cfg, st.lr, st.epoch, improved or warming)
         self._save_last()
         if self.stopped_by() == "patience":
             self._say(f"early stop: {cfg.patience} epochs without improvement")

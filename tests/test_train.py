@@ -180,6 +180,26 @@ def test_metrics_log_the_rate_the_updates_used(speech_corpus, tmp_path):
     assert rows[-1]["lr"] < 0.001 < rows[0]["lr"]
 
 
+def test_epochs_inside_the_warm_up_neither_count_as_stale_nor_decay_the_rate(speech_corpus, tmp_path):
+    """An epoch whose updates all came while the rate was still rising is no plateau of the
+    rate. With --min-improvement 0.9 no epoch after the first counts as improving: without a
+    warm-up the plateau schedule halves the rate after epoch 2 and patience 2 stops the run at
+    epoch 3; with a warm-up that ends with epoch 2's last update, epoch 2 is not judged, so the
+    rate halves after epoch 3 and the run stops at epoch 4."""
+    kw = dict(max_epochs=6, patience=2, seed=2, lr=0.01, schedule="plateau", gamma=0.5,
+              min_improvement=0.9)
+    cold = train(cfg_for(speech_corpus, **kw), tmp_path / "cold", quiet=True)
+    rows = [r for r in metrics(tmp_path / "cold") if "train_loss" in r]
+    assert cold["stopped_by"] == "patience" and [r["epoch"] for r in rows] == [1, 2, 3]
+    assert [r["base_lr"] for r in rows] == [0.01, 0.01, 0.005]
+    warm = train(cfg_for(speech_corpus, warmup_steps=rows[1]["step"], **kw), tmp_path / "warm",
+                 quiet=True)
+    rows = [r for r in metrics(tmp_path / "warm") if "train_loss" in r]
+    assert warm["stopped_by"] == "patience" and [r["epoch"] for r in rows] == [1, 2, 3, 4]
+    assert [r["base_lr"] for r in rows] == [0.01, 0.01, 0.01, 0.005]
+    assert rows[1]["lr"] == pytest.approx(0.01, rel=0.3)          # epoch 2 ended at the peak
+
+
 def test_min_improvement_stops_on_gains_too_small_to_count(speech_corpus, tmp_path):
     """With --min-improvement 0.9 an epoch must cut perplexity to a tenth of the last counted
     best to count: epoch 2 does not, so patience 1 stops the run there, though best.pt keeps
