@@ -469,6 +469,15 @@ def test_the_transformer_search_picks_the_lowest_converged_validation_perplexity
     results.write_text(json.dumps([row("a", [310], seeds=(1,))]))
     with pytest.raises(SystemExit, match="no row for b"):
         choose.choose(grid, results)
+    # with two seeds planned, the winner is the lowest mean, and only once both have finished
+    (tmp_path / "sweep.json").write_text(json.dumps(
+        [{"name": n, "seed": s} for n in "ab" for s in (1, 2)]))
+    results.write_text(json.dumps([row("a", [310, 290], seeds=(1, 2)), row("b", [300], seeds=(1,))]))
+    with pytest.raises(SystemExit, match="b.seed2 not finished"):
+        choose.choose(grid, results)
+    results.write_text(json.dumps([row("a", [310, 290], seeds=(1, 2)),
+                                   row("b", [300, 305], seeds=(1, 2))]))
+    assert choose.choose(grid, results)[0] == "a"
 
 
 def test_reuse_same_words_copies_only_random_runs_whose_vocabulary_matches(tmp_path):

@@ -3,9 +3,10 @@
 
 Usage: python experiments/transformer/choose.py SEARCH.toml SEARCH/results.json
 
-The winner is the run with the lowest validation perplexity, among runs that all converged
-(a run ended by its cap is not a measurement of its settings); its settings other than the
-configuration's own (tie, init) become flags, one per line, for the tables' sweeps.
+The winner is the setting with the lowest validation perplexity (the mean over its seeds),
+once every run the search planned (its sweep.json, beside results.json) has finished and
+converged (a run ended by its cap is not a measurement of its settings); its settings other
+than the configuration's own (tie, init) become flags, one per line, for the tables' sweeps.
 """
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ def choose(grid: Path, results: Path) -> tuple[str, list[str]]:
     missing = sorted(set(runs) - set(rows))
     if missing:
         raise SystemExit(f"choose: {results} has no row for {', '.join(missing)} (not finished)")
+    plan = results.parent / "sweep.json"
+    planned = json.loads(plan.read_text()) if plan.exists() else []
+    unfinished = sorted(f"{r['name']}.seed{r['seed']}" for r in planned if r["name"] in runs
+                        and r["seed"] not in rows[r["name"]]["seed list"])
+    if unfinished:
+        raise SystemExit(f"choose: {', '.join(unfinished)} not finished: no winner yet")
     open_runs = [n for n in runs if rows[n]["converged"].partition("/")[0] !=
                  rows[n]["converged"].partition("/")[2]]
     if open_runs:

@@ -6,8 +6,8 @@
 # lmlow's Transformer at the LSTM's size (3 x 116, 2 heads, context 128: 512,372 parameters
 # without the embeddings against the LSTM's 509,792), AdamW with warm-up, the protocol's
 # convergence rule, fp32, 3 seeds, paired:
-#   search         standard, seed 1, five settings of rate and dropout (search.toml); the
-#                  lowest validation perplexity is written to chosen.flags, once
+#   search         standard, seeds 1 and 2, seven settings of rate and dropout (search.toml);
+#                  the lowest mean validation perplexity is written to chosen.flags, once
 #   sweep          the six with those settings
 #   sweep-unigram  the six with the log-unigram output bias (Meister et al.'s question)
 # Seed by seed; the same command resumes. Run from the repo root; JOBS=1 to leave a core free.
@@ -24,7 +24,7 @@ table() {   # OUT GRID [FLAGS...]: one sweep over the protocol's tokens, then it
       "${TX[@]}" "$@"
   $LM report $E/$out --baseline experiments/six/kenlm5
 }
-table search $E/search.toml --seeds 1
+table search $E/search.toml --seeds 1,2
 # the other queue instance may still be training a search run (its report then lacks it):
 # wait for it, reporting again each minute, until one of the two has chosen (at most 3 hours)
 for _ in $(seq 180); do
