@@ -658,13 +658,21 @@ def recommendation(root: Path = ROOT) -> dict:
             "eval_flags": eval_flags(settings, mapping), "mapping": mapping}
 
 
+def freezing_tables() -> list[str]:
+    """The tables freezing's evidence (its costs, the figure's points) is drawn from: the
+    LSTM's, trained to the convergence rule. Not the fixed 30-epoch budgets, and not the
+    Transformer's, whose freezing verdicts are its own (:func:`transformer_claims`): the
+    recommendation is an LSTM's."""
+    return [t for t in SOURCES if t not in ("six-fixed-budget", "table1-no-early-stop")
+            and not t.startswith("transformer")]
+
+
 def freezing_evidence(root: Path = ROOT) -> dict:
-    """Freezing's cost (frozen minus trained input, per seed) in every committed table that
-    has a frozen/trained pair, and the verdict of the coverage claim (None until tested)."""
+    """Freezing's cost (frozen minus trained input, per seed) in every committed table of
+    :func:`freezing_tables` that has a frozen/trained pair, and the verdict of the coverage
+    claim (None until tested)."""
     costs = []
-    for table in SOURCES:
-        if table in ("six-fixed-budget", "table1-no-early-stop"):
-            continue                  # fixed 30-epoch budgets, not the convergence rule
+    for table in freezing_tables():
         rows = load(table, root)
         for frozen, trained in PAIRS["freezing the pretrained input helps"]:
             for suffix in {re.sub(r"^[^.]*", "", n) for n in rows if n.startswith(frozen + ".") or n == frozen}:
@@ -716,9 +724,7 @@ def freezing_points(root: Path = ROOT) -> list[dict]:
     (frozen minus trained validation perplexity, and that in % of the trained one) and the two
     run folders it was measured on."""
     points = []
-    for table in SOURCES:
-        if table in ("six-fixed-budget", "table1-no-early-stop"):
-            continue
+    for table in freezing_tables():
         rows = load(table, root)
         partner = load(ROWS_PAIRED[table], root) if table in ROWS_PAIRED else rows
         for frozen, trained in FROZEN_PAIRS:
