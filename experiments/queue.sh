@@ -2,9 +2,11 @@
 # The converged tables still under way, in the order of their issues: the freezing question
 # (issue 24: freezing/, then datasize/'s last runs and its reruns at the protocol's one thread),
 # then the Transformer's tables (issue 28), then the paper's regime on the CPU (issue 24,
-# paper-regime/README.md): its decisive pair, ours and ours-unfrozen, seed 1, 12-18 hours of
-# one core each, in bf16 where the CPU has AVX-512 BF16 or AMX (chosen when a run starts; a
-# resumed run keeps its precision, on whatever CPU resumes it).
+# paper-regime/README.md): its decisive pair, ours and ours-unfrozen, seed 1 then seed 2, then
+# the table's three other configurations (five.toml) for both seeds, 12-18 hours of one core a
+# run, in bf16 where the CPU has AVX-512 BF16 or AMX (chosen when a run starts; a resumed run
+# keeps its precision, on whatever CPU resumes it). All go into one sweep folder, whose plan
+# grows as they start, so a report calls the table partial until the last of them ends.
 # Each run.sh resumes where it stopped, so this one command continues them all after any
 # interruption. On 2 cores start it twice, about 20 s apart, one run at a time each:
 #   JOBS=1 nohup experiments/queue.sh > queue1.log 2>&1 &
@@ -18,9 +20,11 @@ for step in freezing/run.sh datasize/run.sh datasize/rerun.sh transformer/run.sh
   echo "queue: $step ($(date -u '+%Y-%m-%d %H:%M UTC'))"
   experiments/$step
 done
-echo "queue: paper-regime/run.sh, the pair on the CPU ($(date -u '+%Y-%m-%d %H:%M UTC'))"
+echo "queue: paper-regime/run.sh, the pair, then the table, on the CPU ($(date -u '+%Y-%m-%d %H:%M UTC'))"
 precision=fp32
 grep -qwE 'avx512_bf16|amx_tile' /proc/cpuinfo && precision=bf16
-GRID=experiments/paper-regime/pair.toml SEEDS=1 SWEEP=sweep-cpu.100d PRECISION=$precision \
-  experiments/paper-regime/run.sh
+for grid in pair five; do   # five.toml's pair is the same two runs: finished, not retrained
+  GRID=experiments/paper-regime/$grid.toml SEEDS="1 2" SWEEP=sweep-cpu.100d \
+    PRECISION=$precision experiments/paper-regime/run.sh
+done
 echo "queue: done; commit the finished runs, then python experiments/claims.py --update"
