@@ -155,6 +155,49 @@ def test_the_recommendation_follows_the_first_tier_and_the_paired_rule(tmp_path)
     assert claims.recommendation(tmp_path) == {}
 
 
+def test_the_cpu_pair_of_the_paper_regime_is_evidence_before_it_is_the_table(tmp_path):
+    """The paper regime trained on a CPU (sweep-cpu.100d) grows a run at a time: its first
+    converged pair is one more paired freezing cost and a one-seed verdict labelled partial,
+    with no claim it cannot test ("ours is the best" wants the baselines); it moves the
+    recommendation only once every planned run has its 2 seeds."""
+    path = tmp_path / claims.SOURCES["paper-regime-cpu"]
+    path.parent.mkdir(parents=True)
+    cfg = {"ours": dict(tie=False, freeze_input=True, init=["glove", "glove-output"]),
+           "ours-unfrozen": dict(tie=False, freeze_input=False, init=["glove", "glove-output"])}
+
+    sweep = path.parent.relative_to(tmp_path)          # results.json names runs from the root
+
+    def put(ppls, seeds):
+        rows = {n: row(n, p, seeds=seeds, runs=[str(sweep / f"{n}.seed{s}") for s in seeds])
+                for n, p in ppls.items()}
+        for r in rows.values():
+            for run in r["runs"]:
+                (tmp_path / run).mkdir(exist_ok=True)
+                (tmp_path / run / "summary.json").write_text(json.dumps(
+                    {"input_rows": {"frozen_random_tokens_pct": 3.1}}))
+                (tmp_path / run / "config.json").write_text(json.dumps(cfg[r["configuration"]]))
+        path.write_text(json.dumps(list(rows.values())))
+        (path.parent / "sweep.json").write_text(json.dumps(
+            [{"name": n, "seed": s} for n in cfg for s in (1, 2)]))
+
+    put({"ours": [180.0], "ours-unfrozen": [150.0]}, (1,))
+    out = []
+    verdicts = claims.paper_regime_claims(tmp_path, out)
+    label = "1M-word technical, paper recipe, CPU bf16, partial: 1 seed(s) so far"
+    assert verdicts[f"freezing the pretrained input helps ({label})"] == "does not hold"
+    assert verdicts[f"ours is the best ({label})"] == "not tested"
+    assert any(l.startswith(f"| freezing the pretrained input helps ({label}) | ours 180.0 | "
+                            "ours-unfrozen 150.0 | -30.0 |") for l in out)
+    evidence = claims.freezing_evidence(tmp_path)
+    assert evidence["runs"] == 1 and evidence["costs"] == [30.0, 30.0]
+    assert [p["frozen_random_pct"] for p in claims.freezing_points(tmp_path)] == [3.1]
+    assert not claims.complete("paper-regime-cpu", tmp_path) and claims.recommendation(tmp_path) == {}
+    put({"ours": [180.0, 178.0], "ours-unfrozen": [150.0, 149.0]}, (1, 2))
+    rec = claims.recommendation(tmp_path)
+    assert rec["name"] == "ours-unfrozen" and rec["tier"].startswith("the paper's regime trained on a CPU")
+    assert rec["pending"] == [claims.TIERS[0][0]]        # the GPU table, ahead of it, is not there
+
+
 def test_the_partial_freeze_sentence_counts_its_pairs_both_ways(tmp_path, monkeypatch):
     """The recommendation's line on --freeze-input-rows pretrained: pairs worse, better and
     within the paired rule's 0.5% floor, from the partial-freeze points only (the whole
