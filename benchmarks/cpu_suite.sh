@@ -68,15 +68,26 @@ train_step() {
 }
 
 precision() {   # fp32 against bf16 autocast (issue 25): the whole update's speed in each, on
-  : > "$R/precision-cpu.log"      # this CPU (its bf16 units: AMX tiles, AVX-512 BF16, or none)
+  # this CPU (its bf16 units: AMX tiles, AVX-512 BF16, or none), for every LSTM preset and the
+  # Transformer's, and the converged protocol's 2 x 256 model on its 60k-word LM text at one
+  # thread, as the experiments run it; interleaved, so that a change in load hits both. The log
+  # is per CPU vendor (precision-intel-cpu.log, precision-amd-cpu.log; precision-cpu.log is
+  # the Intel Xeon's of 2026-11-25): `--precision auto` follows each vendor's measurement
+  # (lmlow/checkpoint.py, pick_precision)
+  local log=precision-$(lscpu | grep -qi 'AuthenticAMD' && echo amd || echo intel)
+  : > "$R/$log-cpu.log"
   echo "# bf16 units: $(grep -o -w 'amx_tile\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')" \
-      | tee -a "$R/precision-cpu.log"
-  for p in fp32 bf16; do
-    # the `small` preset on PTB (2 threads), and the converged protocol's 2 x 256 model on its
-    # 60k-word LM text at one thread, as the experiments run it
-    run precision "$PY" benchmarks/train_step.py data/ptb --set precision=$p
-    run precision "$PY" benchmarks/train_step.py data/pydocs-mini-q --set precision=$p \
-        --set emb_size=100 --set hidden_size=256 --set threads=1
+      | tee -a "$R/$log-cpu.log"
+  local s=(--steps 10 --repeats 3)
+  for p in fp32 bf16 fp32 bf16; do
+    run $log "$PY" benchmarks/train_step.py data/ptb --preset tiny --set precision=$p "${s[@]}"
+    run $log "$PY" benchmarks/train_step.py data/ptb --set precision=$p "${s[@]}"
+    run $log "$PY" benchmarks/train_step.py data/ptb --preset paper --set precision=$p \
+        --steps 3 --repeats 2       # seconds an update: fewer of them
+    run $log "$PY" benchmarks/train_step.py data/ptb --preset transformer-small \
+        --set precision=$p "${s[@]}"
+    run $log "$PY" benchmarks/train_step.py data/pydocs-mini-q --set precision=$p \
+        --set emb_size=100 --set hidden_size=256 --set threads=1 "${s[@]}"
   done
 }
 

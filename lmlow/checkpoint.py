@@ -33,12 +33,11 @@ def pick_device(name: str) -> torch.device:
 def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
     """The autocast dtype, or None for plain fp32. ``auto``: bf16 on GPUs that have it (Ampere
     and later: fp32's range, so no loss scaling), fp16 with a GradScaler on older GPUs, bf16 on
-    CPUs with AMX tiles (the LSTM and softmax matmuls about 1.5x faster than fp32), else fp32."""
+    CPUs where it was measured faster (:func:`cpu_bf16_is_faster`), else fp32."""
     if name == "auto":
         if device.type == "cuda":
             return torch.bfloat16 if cuda_has_bf16() else torch.float16
-        amx = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
-        return torch.bfloat16 if amx else None
+        return torch.bfloat16 if cpu_bf16_is_faster() else None
     if name == "fp16" and device.type != "cuda":
         raise LmlowError("--precision fp16 needs a CUDA device; use bf16 on a CPU")
     if name == "bf16" and device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
@@ -47,6 +46,34 @@ def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
     if name == "bf16" and device.type == "cuda" and not cuda_has_bf16():
         raise LmlowError("--precision bf16: this GPU has no bf16 (it came with Ampere); use fp16")
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def cpu_bf16_is_faster() -> bool:
+    """Whether this CPU trains faster in bf16 than in fp32, as measured (BENCHMARKS.md, "fp32
+    against bf16 on a CPU"): CPUs with AMX tiles (Intel Sapphire Rapids and later: the LSTM and
+    softmax matmuls about 1.5x), and AMD CPUs with AVX-512 BF16 (Zen 4 and later: the whole
+    update 1.05-1.75x, every preset; ``benchmarks/results/precision-amd-cpu.log``). Not an
+    Intel CPU with AVX-512 BF16 and no AMX, where bf16 ran at 0.59-0.68x (measured before the
+    loss kept its buffers, ``precision-cpu.log``; fp32 there until measured again)."""
+    if getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)():
+        return True
+    avx512_bf16 = getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)()
+    return avx512_bf16 and cpu_vendor() == "AuthenticAMD"
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``AuthenticAMD``, ``GenuineIntel``; "" where unknown): Linux's
+    /proc/cpuinfo, else what the platform module reports (Windows names it there)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    text = platform.processor()
+    return next((v for v in ("AuthenticAMD", "GenuineIntel") if v in text), "")
 
 
 def fast_matmuls(device: torch.device, deterministic: bool = False) -> None:

@@ -149,7 +149,8 @@ class Config:
     device: str = _f("auto", "auto (a GPU if torch sees one), cpu or cuda; under torchrun each "
                      "process takes GPU LOCAL_RANK")
     precision: str = _f("auto", "autocast precision: auto (bf16 on GPUs that have it, else fp16 "
-                        "with loss scaling; bf16 on CPUs with AMX, else fp32), fp32, bf16 or "
+                        "with loss scaling; bf16 on CPUs with AMX and on AMD CPUs with AVX-512 BF16, "
+                        "else fp32), fp32, bf16 or "
                         "fp16 (CUDA only); weights, optimiser and softmax stay fp32")
     deterministic: bool = _f(False, "bitwise-reproducible GPU training: deterministic cuDNN and "
                              "cuBLAS kernels (slower; CPU runs are deterministic anyway)")
@@ -490,7 +491,8 @@ PRESETS: dict[str, dict] = {
     # Learns something useful in minutes on 2 CPU cores; lmlow's recommended budget setting.
     # Under a CPU budget the number of updates limits perplexity, so: a 2x400 LSTM whose last
     # layer is the 200-d output size, batch 20, Adam with a cosine decay that ends with the
-    # budget, bf16 matmuls on AMX CPUs (about 4,000 training tokens/s on 2 cores, PTB).
+    # budget, bf16 matmuls on AMX and AMD AVX-512 BF16 CPUs (about 4,000 training tokens/s on 2
+    # cores, PTB).
     # See experiments/ptb-budget/README.md for the measurements behind each choice.
     "small": dict(emb_size=200, hidden_size=400, layers=2, batch_size=20, bptt=35,
                   dropout=0.3, dropouth=0.2, dropouti=0.2, dropoute=0.05, wdrop=0.2,

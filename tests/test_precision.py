@@ -68,6 +68,45 @@ def test_auto_asks_the_gpu_for_real_bf16_not_emulation(monkeypatch):
     assert checkpoint.pick_precision("auto", torch.device("cuda")) == torch.bfloat16
 
 
+@pytest.mark.parametrize("amx, avx512_bf16, vendor, picked", [
+    (True, True, "GenuineIntel", torch.bfloat16),     # Sapphire Rapids and later
+    (False, True, "AuthenticAMD", torch.bfloat16),    # Zen 4 and later: measured 1.05-1.75x
+    (False, True, "GenuineIntel", None),              # measured 0.59-0.68x: fp32
+    (False, False, "AuthenticAMD", None),             # no bf16 units at all
+    (False, True, "", None),                          # a vendor not known: fp32
+])
+def test_auto_on_a_cpu_takes_bf16_where_it_was_measured_faster(amx, avx512_bf16, vendor, picked,
+                                                                monkeypatch):
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(checkpoint, "cpu_vendor", lambda: vendor)
+    assert checkpoint.pick_precision("auto", torch.device("cpu")) == picked
+    assert checkpoint.pick_precision("fp32", torch.device("cpu")) is None      # asked: given
+
+
+def test_the_cpu_vendor_is_read_from_proc_cpuinfo_or_the_platform(monkeypatch, tmp_path):
+    import builtins
+    import platform
+
+    real_open = builtins.open
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n")
+    monkeypatch.setattr(builtins, "open", lambda path, *a, **k: real_open(
+        info if path == "/proc/cpuinfo" else path, *a, **k))
+    assert checkpoint.cpu_vendor() == "AuthenticAMD"
+
+    def no_proc(path, *a, **k):
+        if path == "/proc/cpuinfo":
+            raise FileNotFoundError(path)
+        return real_open(path, *a, **k)
+    monkeypatch.setattr(builtins, "open", no_proc)
+    monkeypatch.setattr(platform, "processor",
+                        lambda: "Intel64 Family 6 Model 143 Stepping 8, GenuineIntel")
+    assert checkpoint.cpu_vendor() == "GenuineIntel"
+    monkeypatch.setattr(platform, "processor", lambda: "arm")
+    assert checkpoint.cpu_vendor() == ""
+
+
 def test_resume_refuses_what_would_change_the_run(speech_corpus, tmp_path):
     from lmlow.errors import LmlowError
     train(cfg(speech_corpus, max_steps=2), tmp_path / "r", quiet=True)

@@ -30,8 +30,9 @@ RECIPE=(--batch-size 20 --bptt 70)
 # epochs that together lower the best validation perplexity by less than 0.3% (the averaged
 # weights keep creeping down by ~0.1 perplexity an epoch for a hundred epochs; the search's
 # best run ends 0.4% above its 90-epoch best under this rule); 300 epochs at most. The
-# precision is pinned (fp32): `auto` would take bf16 on a CPU with AMX and mix precisions
-# within a table across sessions.
+# precision is pinned (fp32): `auto` would take bf16 on a CPU with AMX or on an AMD CPU with
+# AVX-512 BF16 and mix precisions within a table across sessions. (CONVERGE, the Adam tables',
+# is not: they are complete, all in fp32, and `lmlow report` warns if a table mixes precisions.)
 PAPER_CONVERGE=(--schedule none --nonmono 5 --patience 10 --min-improvement 0.003 --precision fp32
                 --max-epochs 300 --threads 1)
 quarter() {
