@@ -13,9 +13,16 @@
 #   JOBS=1 nohup experiments/queue.sh > queue2.log 2>&1 &
 # The two share the runs through each run folder's lock: one trains what the other is not
 # training, and moves on to the next table when nothing is left to start in this one.
-# Run from the repo root.
+# Run from the repo root. On a bare checkout it first installs lmlow and builds the corpora the
+# tables read (`make install data-pydocs`: the package registries and Debian's archive), one of
+# the two at a time; the run.sh scripts make or unpack their vectors themselves.
 set -euo pipefail
 export JOBS=${JOBS:-1}
+(
+  flock 9
+  [ -f .venv/.lmlow-installed ] || make install
+  [ -f data/pydocs/train.txt ] && [ -f data/pylibs.txt ] || make data-pydocs
+) 9> "${TMPDIR:-/tmp}/lmlow-queue.lock"
 for step in freezing/run.sh datasize/run.sh datasize/rerun.sh transformer/run.sh; do
   echo "queue: $step ($(date -u '+%Y-%m-%d %H:%M UTC'))"
   experiments/$step
