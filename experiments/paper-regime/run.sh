@@ -39,7 +39,10 @@ for seeds in $groups; do
   $LM sweep $C --grid "$GRID" --extend-vocab --embeddings $V --seeds $seeds --jobs "$JOBS" \
       --out "$SWEEP" --preset paper --emb-size $DIM --hidden-size $HIDDEN --layers 2 \
       "${PAPER_CONVERGE[@]}" --precision "$PRECISION"
-  $LM report "$SWEEP" --baseline $E/kenlm5.${DIM}d
+  # (none finished yet when the other instance of ../queue.sh holds every run still to do)
+  if compgen -G "$SWEEP/*/summary.json" > /dev/null; then
+    $LM report "$SWEEP" --baseline $E/kenlm5.${DIM}d
+  fi
   # the maps on the trained-input model, while its best.pt is here (model files do not come
   # back from a GPU machine, nor go into git), named as lmlow.rundir.evaluation_name names
   # them: experiments/freezing/mapped-rows.md, ../claims.py
