@@ -649,8 +649,9 @@ def recommendation(root: Path = ROOT) -> dict:
     best of every table of the tier; of those, the one closest to each table's best on
     average. With the freezing evidence of every table for the advice on freezing."""
     for tier, names in TIERS:
-        if not all(complete(n, root) for n in names):
-            continue                  # a tier counts once every table of it is complete
+        if not all(complete(n, root) and "standard" in load(n, root) for n in names):
+            continue                  # a tier counts once every table of it is complete, and
+            #                           holds the baseline (not a table of the pair alone)
         tables = {n: _lstm_rows(load(n, root)) for n in names}
         tables = {n: t for n, t in tables.items() if t}
         if tables:

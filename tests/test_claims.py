@@ -159,7 +159,7 @@ def test_the_cpu_pair_of_the_paper_regime_is_evidence_before_it_is_the_table(tmp
     """The paper regime trained on a CPU (sweep-cpu.100d) grows a run at a time: its first
     converged pair is one more paired freezing cost and a one-seed verdict labelled partial,
     with no claim it cannot test ("ours is the best" wants the baselines); it moves the
-    recommendation only once every planned run has its 2 seeds."""
+    recommendation only once every planned run has its 2 seeds and the table has its baseline."""
     path = tmp_path / claims.SOURCES["paper-regime-cpu"]
     path.parent.mkdir(parents=True)
     cfg = {"ours": dict(tie=False, freeze_input=True, init=["glove", "glove-output"]),
@@ -193,6 +193,11 @@ def test_the_cpu_pair_of_the_paper_regime_is_evidence_before_it_is_the_table(tmp
     assert [p["frozen_random_pct"] for p in claims.freezing_points(tmp_path)] == [3.1]
     assert not claims.complete("paper-regime-cpu", tmp_path) and claims.recommendation(tmp_path) == {}
     put({"ours": [180.0, 178.0], "ours-unfrozen": [150.0, 149.0]}, (1, 2))
+    assert claims.complete("paper-regime-cpu", tmp_path)
+    assert claims.recommendation(tmp_path) == {}         # the pair alone: no baseline to beat
+    cfg["standard"] = dict(tie=True, freeze_input=False, init=["random"])
+    put({"ours": [180.0, 178.0], "ours-unfrozen": [150.0, 149.0], "standard": [200.0, 201.0]},
+        (1, 2))
     rec = claims.recommendation(tmp_path)
     assert rec["name"] == "ours-unfrozen" and rec["tier"].startswith("the paper's regime trained on a CPU")
     assert rec["pending"] == [claims.TIERS[0][0]]        # the GPU table, ahead of it, is not there
