@@ -522,18 +522,19 @@ def paper_regime_claims(root: Path, out: list[str]) -> dict[str, str]:
     bf16), partial ones labelled with their seeds so far and listing only the claims their
     configurations test; and whether they give the 60k-word table's verdicts under the same
     recipe (technical, paper recipe)."""
-    verdicts = {}
+    verdicts, protocol = {}, None
     for table in ("paper-regime", "paper-regime-cpu"):
         rows = load(table, root)
         if not rows:
             continue
+        if protocol is None:          # the 60k-word table's verdicts, once for both
+            protocol = six_claims(load("six-sgd", root), "", [])
         label = _table_label(table, rows, root)
         mine = six_claims(rows, label, out)
         # a table still filling in (the pair first) lists only the claims it can test yet
         verdicts |= {f"{k} ({label})": v for k, v in mine.items() if v != "not tested"}
         verdicts[f"1M words of LM text give the 60k-word table's verdicts, claim by claim "
-                 f"({label}; technical, paper recipe)"] = domain_agreement(
-                     six_claims(load("six-sgd", root), "", []), mine)
+                 f"({label}; technical, paper recipe)"] = domain_agreement(protocol, mine)
     return verdicts
 
 
@@ -651,10 +652,11 @@ def recommendation(root: Path = ROOT) -> dict:
     best of every table of the tier; of those, the one closest to each table's best on
     average. With the freezing evidence of every table for the advice on freezing."""
     for tier, names in TIERS:
-        if not all(complete(n, root) and "standard" in load(n, root) for n in names):
+        loaded = {n: load(n, root) for n in names}
+        if not all(complete(n, root) and "standard" in rows for n, rows in loaded.items()):
             continue                  # a tier counts once every table of it is complete, and
             #                           holds the baseline (not a table of the pair alone)
-        tables = {n: _lstm_rows(load(n, root)) for n in names}
+        tables = {n: _lstm_rows(rows) for n, rows in loaded.items()}
         tables = {n: t for n, t in tables.items() if t}
         if tables:
             break
