@@ -89,18 +89,22 @@ class LogitShapes(TorchDispatchMode):
     """Records the number of rows of every new 2-d (rows, V) tensor an op allocates
     (``rows``; ops whose result aliases an input, such as the transposed (D, V) weight, an
     in-place update or a write into a given buffer, hold no new memory and are left out), and
-    of every (rows, V) result, new or not (``written``: the chunks as computed)."""
+    of every (rows, V) result, new or not (``written``: the chunks as computed). The decoder's
+    gradient, which the loss builds transposed as (D, V) or (D + 1, V) with the bias's in the
+    last row, is the size of a parameter, not of a chunk of logits: tensors of D or D + 1
+    rows are left out (no test chunks D or D + 1 rows)."""
 
-    def __init__(self, vocab):
+    def __init__(self, vocab, d=D):
         super().__init__()
-        self.vocab, self.rows, self.written = vocab, [], []
+        self.vocab, self.rows, self.written, self.grad_rows = vocab, [], [], (d, d + 1)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         aliases = [r.alias_info for r in func._schema.returns if r.alias_info is not None]
         new, writes = not aliases, any(a.is_write for a in aliases)   # views do neither
         for t in (out if isinstance(out, (tuple, list)) else (out,)):
-            if isinstance(t, torch.Tensor) and t.dim() == 2 and t.size(1) == self.vocab:
+            if (isinstance(t, torch.Tensor) and t.dim() == 2 and t.size(1) == self.vocab
+                    and t.size(0) not in self.grad_rows):
                 if new or writes:
                     self.written.append(t.size(0))
                 if new:
@@ -291,3 +295,44 @@ def test_bf16_autocast_stays_close_and_keeps_fp32_gradients(monkeypatch):
         scale = w.abs().max().item()
         err = (g.double() - w).abs().max().item()
         assert err <= 0.02 * scale, f"{what}: error {err:.3g} vs scale {scale:.3g}"
+
+
+@pytest.mark.parametrize("wait_free", [False, True], ids=["cpu-fallback", "gpu-wait-free"])
+def test_the_log_normaliser_is_logsumexp_even_where_the_target_probability_underflows(wait_free):
+    """The loss takes log sum exp of each row from the softmax it computed anyway. Both ways
+    (the CPU's x_y - log p_y with logsumexp where p_y is tiny; a GPU's max x - log max p, which
+    waits for nothing) equal float64 logsumexp, also on rows whose target lies 200 or 5,000
+    below the best logit, where p_y is 0 or a subnormal in float32."""
+    from lmlow.loss import log_normaliser
+
+    g = torch.Generator().manual_seed(4)
+    logits = torch.randn(6, V, generator=g) * 4
+    y = torch.tensor([3, 10, 50, 96, 0, 7])
+    logits[1, 10] = logits[1].max() - 200          # p_y = exp(-200): 0 in float32
+    logits[2, 50] = logits[2].max() - 5000
+    logits[3, 96] = logits[3].max() - 95           # p_y ~ 5e-42: subnormal, 3 digits left
+    logits[4] += 1e4                               # large offsets cancel exactly
+    probs = torch.softmax(logits, -1)
+    picked = logits.gather(1, y[:, None]).squeeze(1)
+    got = log_normaliser(logits, probs, picked, probs.gather(1, y[:, None]).squeeze(1), wait_free)
+    want = torch.logsumexp(logits.double(), -1)
+    assert torch.allclose(got.double(), want, rtol=1e-6, atol=1e-5), (got, want)
+    assert probs[1, 10] == 0 and 0 < probs[3, 96] < 1e-38      # the cases are what they say
+
+
+@pytest.mark.parametrize("precision", [None, torch.bfloat16], ids=["fp32", "bf16"])
+def test_a_hopeless_target_costs_its_true_loss_not_infinity(monkeypatch, precision):
+    """A target far below the rest of its row (log p = -300: probability 0 in float32)
+    gives the reference's loss and gradients, not inf or NaN."""
+    monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * 7)
+    m, (h, y) = untied(), inputs()
+    with torch.no_grad():
+        m.decoder.bias[y[2, 1]] = -300.0
+    with torch.autocast("cpu", dtype=precision or torch.bfloat16, enabled=precision is not None):
+        got = fused(m, h, y, 0.1, None)
+    want = reference(h, m.decoder.weight, m.decoder.bias, y, 0.1, None)
+    assert want[0] > 300 / (T * B)                 # the one token's loss dominates the mean
+    tol = {} if precision is None else {"rtol": 2e-2, "atol": 2e-2}
+    for g, w, what in zip(got, want, ("loss", "d/dh", "d/dW", "d/db")):
+        assert torch.isfinite(g).all(), what
+        assert_close(g, w, what, **tol)
