@@ -12,7 +12,9 @@
 #   JOBS=1 nohup experiments/queue.sh > queue1.log 2>&1 &
 #   JOBS=1 nohup experiments/queue.sh > queue2.log 2>&1 &
 # The two share the runs through each run folder's lock: one trains what the other is not
-# training, and moves on to the next table when nothing is left to start in this one.
+# training, and moves on to the next table when nothing is left to start in this one. When both
+# report the same table at once, the second report waits for the first (`lmlow report --wait`):
+# without it the second was refused and its queue ended (2026-11-27).
 # Run from the repo root. On a bare checkout it first installs lmlow and builds the corpora the
 # tables read (`make install data-pydocs`: the package registries and Debian's archive), one of
 # the two at a time; the run.sh scripts make or unpack their vectors themselves.

@@ -137,7 +137,7 @@ def cmd_report(args) -> None:
     from lmlow.report import report
 
     text, warning = report(args.sweep_dir, args.baseline, args.paired,
-                           (args.map_unseen_inputs, args.map_unseen_outputs))
+                           (args.map_unseen_inputs, args.map_unseen_outputs), args.wait)
     print(text)
     if warning:
         print(f"lmlow: warning: {warning}", file=sys.stderr)

@@ -14,6 +14,7 @@ import math
 import os
 import shutil
 import stat
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -212,19 +213,28 @@ def remove_if_empty(folders: list[Path]) -> None:
             pass
 
 
-def lock_folder(folder: Path, what: Path | None = None) -> int:
+def lock_folder(folder: Path, what: Path | None = None, wait: bool = False) -> int:
     """Hold ``flock`` on ``folder`` itself (no lock file is left in it) and return its
     descriptor (closing it releases the lock): two commands writing into one folder cannot
-    both write; the second is refused in one line. The kernel drops the lock of a killed
+    both write; the second is refused in one line, or with ``wait`` says so and waits for the
+    first to end (SIGTERM and Ctrl-C still stop it). The kernel drops the lock of a killed
     process."""
     import fcntl
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        os.close(fd)
-        raise LmlowError(f"{what or folder}: another lmlow command is writing there now; wait "
-                         "for it to end") from None
+        if not wait:
+            os.close(fd)
+            raise LmlowError(f"{what or folder}: another lmlow command is writing there now; "
+                             "wait for it to end") from None
+        print(f"lmlow: {what or folder}: another lmlow command is writing there now; waiting "
+              "for it to end", file=sys.stderr, flush=True)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
     return fd
 
 
@@ -233,14 +243,14 @@ STAGE_PREFIX = ".lmlow-stage.tmp"
 
 @contextmanager
 def staged_outputs(out: Path, names: list[str], force: bool = False,
-                   trusted: bool = True) -> Iterator[Path]:
+                   trusted: bool = True, wait: bool = False) -> Iterator[Path]:
     """Write a command's several output files into ``out`` without a partial result: the
     command writes them into a hidden staging folder inside ``out`` (yielded), and only when
     it has finished are they renamed over their final names, one ``rename`` each. A failure,
     Ctrl-C or SIGTERM removes the stage (and any folder it created) and leaves the old files
     as they were; a kill -9 leaves only the stage, reclaimed by the next command once its
     process is gone. The folder is locked (``flock``) meanwhile, and checked again under the
-    lock. ``trusted=False`` for a default folder inside a run folder lmlow may not have made:
+    lock; ``wait``: if another command holds it, wait for it, not refuse. ``trusted=False`` for a default folder inside a run folder lmlow may not have made:
     it must not be a symbolic link (the outputs would land where it points)."""
     out = Path(out)
     if not trusted and os.path.islink(out):
@@ -254,7 +264,7 @@ def staged_outputs(out: Path, names: list[str], force: bool = False,
     lock = None
     stage = out / f"{STAGE_PREFIX}{os.getpid()}"
     try:
-        lock = lock_folder(out)
+        lock = lock_folder(out, wait=wait)
         refuse_overwrite(targets, force)      # again, under the lock
         remove_stale_stages(out, names)
         os.mkdir(stage)

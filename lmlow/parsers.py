@@ -298,6 +298,10 @@ def _report_parser(sub) -> None:
                    help="the same for the untied configurations whose output rows trained from "
                    "--init glove-output vectors, as `lmlow eval --map-unseen-outputs` does "
                    "(default: no)")
+    p.add_argument("--wait", action="store_true",
+                   help="if another lmlow command is writing into SWEEP_DIR (another report of "
+                   "it, e.g. from a second queue of runs), wait for it to end instead of "
+                   "refusing (default: refuse in one line)")
     p.set_defaults(run="report")
 
 

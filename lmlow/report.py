@@ -260,7 +260,8 @@ def _bin_cell(p: dict | None) -> str:
 
 
 def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
-                 paired: str | None = None, maps: tuple[bool, bool] = NO_MAPS) -> list[Path]:
+                 paired: str | None = None, maps: tuple[bool, bool] = NO_MAPS,
+                 wait: bool = False) -> list[Path]:
     sweep_dir = Path(sweep_dir)
     rows = collect(sweep_dir, maps)
     section = add_paired(rows, paired) + add_paired_bins(rows) if paired else ""
@@ -280,7 +281,7 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
                     "(untied, that side initialised from vectors and trained) are scored with "
                     "them, with no training (lmlow.input_map); the others as trained.")
     paths = SweepDir(sweep_dir).results
-    with staged_outputs(sweep_dir, [p.name for p in paths], force=True) as stage:
+    with staged_outputs(sweep_dir, [p.name for p in paths], force=True, wait=wait) as stage:
         md, csv, js, png = (stage / p.name for p in paths)     # all four or none replaced
         atomic_write_text(md, f"# {sweep_dir.name}\n\nValidation and test perplexity of each "
                           "run's best checkpoint; mean and sd over seeds. *converged*: runs (of "
@@ -309,9 +310,11 @@ def plot_curves(rows: list[dict], out: Path) -> None:
 
 
 def report(sweep_dir: Path, baselines: list[Path] | None = None,
-           paired: str | None = None, maps: tuple[bool, bool] = NO_MAPS) -> tuple[str, str | None]:
+           paired: str | None = None, maps: tuple[bool, bool] = NO_MAPS,
+           wait: bool = False) -> tuple[str, str | None]:
     """``lmlow report``: write the files and return what to print (the files written and
-    the table) and a warning if the table mixes precisions."""
-    paths = write_report(sweep_dir, baselines, paired, maps)
+    the table) and a warning if the table mixes precisions. ``wait``: if another command is
+    writing into the sweep folder (another report of it), wait for it rather than refuse."""
+    paths = write_report(sweep_dir, baselines, paired, maps, wait)
     text = "\n".join(f"wrote {p}" for p in paths) + "\n" + paths[0].read_text()
     return text, mixed_precision(read_json(paths[2]))

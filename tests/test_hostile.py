@@ -361,6 +361,48 @@ def test_a_second_writer_into_the_same_folder_is_refused(command, stopped_run, t
     assert not list(out.iterdir())
 
 
+def test_a_second_report_of_a_sweep_waits_with_wait_and_is_refused_without(tmp_path):
+    """Two queues of runs report the same sweep when both find it finished: while one report
+    holds the sweep folder (its flock, held here), `lmlow report` is refused in one line and
+    writes nothing; with --wait it says it is waiting, writes nothing while the lock is held,
+    and writes the whole report once it is released. SIGTERM still stops a waiting report."""
+    import fcntl
+    import shutil
+    import signal
+    import time
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "experiments" / "six" / "sweep"
+    out = tmp_path / "six"
+    shutil.copytree(src, out, ignore=shutil.ignore_patterns("*.pt", "results.*", "curves.png"))
+    fd = os.open(out, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    waiting = None
+    try:
+        r = lmlow("report", out)
+        assert r.returncode == 1 and "another lmlow command is writing there" in r.stderr
+        assert not (out / "results.md").exists()
+        stopped = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "report", str(out), "--wait"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        waiting = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "report", str(out), "--wait"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for proc in (stopped, waiting):           # the line comes just before it blocks
+            assert "another lmlow command is writing there now; waiting for it to end" \
+                in proc.stderr.readline()
+        time.sleep(1)
+        assert stopped.poll() is None and waiting.poll() is None        # both blocked
+        assert not (out / "results.md").exists()
+        stopped.send_signal(signal.SIGTERM)
+        _, err = stopped.communicate(timeout=60)
+        assert stopped.returncode == 143 and "Traceback" not in err, err
+    finally:
+        os.close(fd)
+    _, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err
+    assert all((out / n).exists() for n in ("results.md", "results.csv", "results.json", "curves.png"))
+    assert not list(out.glob(".lmlow-stage*"))
+
+
 def _limited(args, kib, cache):
     """``lmlow ARGS`` under a file-size limit of ``kib`` KiB: what a full disk looks like to
     the writer (EFBIG; Python ignores SIGXFSZ), and it applies to root too."""

@@ -20,4 +20,4 @@ $LM sweep $MINI --grid $E/rerun-1thread.toml --extend-vocab --embeddings "$VEC" 
 rc=0; ${PY:-.venv/bin/python} $E/swap_rerun.py $E || rc=$?
 [ $rc = 3 ] && exit 0            # a twin still training (the other queue instance's): later
 [ $rc = 0 ] || exit $rc
-$LM report $E/sweep $(for f in 0.25 0.5 1; do echo --baseline $E/kenlm5.data$f; done)
+$LM report $E/sweep --wait $(for f in 0.25 0.5 1; do echo --baseline $E/kenlm5.data$f; done)

@@ -19,5 +19,5 @@ done
 for seeds in 1 2 3; do   # a whole seed at every size before the next: paired comparisons first
   $LM sweep $MINI --grid datasize --values $SIZES --extend-vocab --embeddings "$VEC" \
       --seeds $seeds --jobs "$JOBS" --out $E/sweep "${MODEL[@]}" "${CONVERGE[@]}"
-  $LM report $E/sweep $(for f in ${SIZES//,/ }; do echo --baseline $E/kenlm5.data$f; done)
+  $LM report $E/sweep --wait $(for f in ${SIZES//,/ }; do echo --baseline $E/kenlm5.data$f; done)
 done

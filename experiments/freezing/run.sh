@@ -53,7 +53,7 @@ sweep() {   # DOMAIN TABLE GRID VECTORS SEEDS
   case $2 in *allvec) base=$E/$1/kenlm5-allvec ;; esac
   $LM sweep $corpus --grid $3 --extend-vocab --embeddings "$4" --seeds "$5" \
       --jobs "$JOBS" --out $E/$1/$2 "${PAPER[@]}" "${RECIPE[@]}" "${PAPER_CONVERGE[@]}"
-  $LM report $E/$1/$2 --baseline $base
+  $LM report $E/$1/$2 --baseline $base --wait
 }
 # One seed of every table before the next seed (a first complete picture, then the pairs'
 # spread); within a seed the technical domain first.

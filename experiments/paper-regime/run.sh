@@ -41,7 +41,7 @@ for seeds in $groups; do
       "${PAPER_CONVERGE[@]}" --precision "$PRECISION"
   # (none finished yet when the other instance of ../queue.sh holds every run still to do)
   if compgen -G "$SWEEP/*/summary.json" > /dev/null; then
-    $LM report "$SWEEP" --baseline $E/kenlm5.${DIM}d
+    $LM report "$SWEEP" --baseline $E/kenlm5.${DIM}d --wait
   fi
   # the maps on the trained-input model, while its best.pt is here (model files do not come
   # back from a GPU machine, nor go into git), named as lmlow.rundir.evaluation_name names

@@ -22,7 +22,7 @@ table() {   # OUT GRID [FLAGS...]: one sweep over the protocol's tokens, then it
   local out=$1 grid=$2; shift 2
   $LM sweep $Q --grid $grid --extend-vocab --embeddings "$VEC" --jobs "$JOBS" --out $E/$out \
       "${TX[@]}" "$@"
-  $LM report $E/$out --baseline experiments/six/kenlm5
+  $LM report $E/$out --baseline experiments/six/kenlm5 --wait
 }
 table search $E/search.toml --seeds 1,2
 # the other queue instance may still be training a search run (its report then lacks it):
@@ -34,7 +34,7 @@ for _ in $(seq 180); do
     mv $E/chosen.flags.$$ $E/chosen.flags
   else
     sleep 60
-    $LM report $E/search --baseline experiments/six/kenlm5 > /dev/null
+    $LM report $E/search --baseline experiments/six/kenlm5 --wait > /dev/null
   fi
 done
 rm -f $E/chosen.flags.$$
