@@ -250,8 +250,9 @@ def staged_outputs(out: Path, names: list[str], force: bool = False,
     Ctrl-C or SIGTERM removes the stage (and any folder it created) and leaves the old files
     as they were; a kill -9 leaves only the stage, reclaimed by the next command once its
     process is gone. The folder is locked (``flock``) meanwhile, and checked again under the
-    lock; ``wait``: if another command holds it, wait for it, not refuse. ``trusted=False`` for a default folder inside a run folder lmlow may not have made:
-    it must not be a symbolic link (the outputs would land where it points)."""
+    lock; ``wait``: if another command holds it, wait for it, not refuse. ``trusted=False``
+    for a default folder inside a run folder lmlow may not have made: it must not be a
+    symbolic link (the outputs would land where it points)."""
     out = Path(out)
     if not trusted and os.path.islink(out):
         raise LmlowError(f"{out}: a symbolic link where lmlow writes its own folder; lmlow does "

@@ -72,8 +72,8 @@ TINY = 1e-30   # a probability below this may have lost its precision (fp32's no
 def log_normaliser(logits: torch.Tensor, probs: torch.Tensor, picked: torch.Tensor,
                    p_picked: torch.Tensor, wait_free: bool = False) -> torch.Tensor:
     """log sum_v exp(logits_v) of each row, from the softmax already computed: no pass of exp
-    over the (rows, V) chunk of its own (one pass less than log_softmax then exp: 1.2x the
-    loss's speed on a CPU). From the target's logit and probability, lse = x_y - log p_y,
+    over the (rows, V) chunk of its own (one pass less than log_softmax then exp: BENCHMARKS.md,
+    "One pass less in the loss"). From the target's logit and probability, lse = x_y - log p_y,
     exact while p_y is a normal float; rows where it is below ``TINY`` are recomputed with
     logsumexp. That test needs the host to read a flag, free on a CPU, a wait on a GPU; with
     ``wait_free`` (a GPU) the largest probability, never below 1/V, gives lse = max x - log

@@ -382,10 +382,9 @@ def test_a_second_report_of_a_sweep_waits_with_wait_and_is_refused_without(tmp_p
         r = lmlow("report", out)
         assert r.returncode == 1 and "another lmlow command is writing there" in r.stderr
         assert not (out / "results.md").exists()
-        stopped = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "report", str(out), "--wait"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        waiting = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "report", str(out), "--wait"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        command = [sys.executable, "-m", "lmlow.cli", "report", str(out), "--wait"]
+        stopped, waiting = (subprocess.Popen(command, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, text=True) for _ in "ab")
         for proc in (stopped, waiting):           # the line comes just before it blocks
             assert "another lmlow command is writing there now; waiting for it to end" \
                 in proc.stderr.readline()
@@ -399,7 +398,8 @@ def test_a_second_report_of_a_sweep_waits_with_wait_and_is_refused_without(tmp_p
         os.close(fd)
     _, err = waiting.communicate(timeout=120)
     assert waiting.returncode == 0, err
-    assert all((out / n).exists() for n in ("results.md", "results.csv", "results.json", "curves.png"))
+    assert all((out / n).exists()
+               for n in ("results.md", "results.csv", "results.json", "curves.png"))
     assert not list(out.glob(".lmlow-stage*"))
 
 
