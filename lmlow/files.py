@@ -224,12 +224,11 @@ def lock_folder(folder: Path, what: Path | None = None, wait: bool = False) -> i
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
+        busy = f"{what or folder}: another lmlow command is writing there now"
         if not wait:
             os.close(fd)
-            raise LmlowError(f"{what or folder}: another lmlow command is writing there now; "
-                             "wait for it to end") from None
-        print(f"lmlow: {what or folder}: another lmlow command is writing there now; waiting "
-              "for it to end", file=sys.stderr, flush=True)
+            raise LmlowError(f"{busy}; wait for it to end") from None
+        print(f"lmlow: {busy}; waiting for it to end", file=sys.stderr, flush=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:

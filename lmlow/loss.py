@@ -108,6 +108,7 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
         gb = torch.zeros(bias.shape, dtype=torch.float32, device=h.device) \
             if need_b and not fold_b else None
         total = torch.zeros((), dtype=torch.float32, device=h.device)
+        prior = prior.float() if eps else None
         with torch.autocast(h.device.type, enabled=False):
             for i in range(0, h.size(0), rows):
                 hc, yc = h[i:i + rows].to(mm), y[i:i + rows].unsqueeze(1)
@@ -124,12 +125,11 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
                                      wait_free=dev.type != "cpu")
                 loss = (1 - eps) * (lse - picked).sum()
                 if eps:
-                    p = prior.float()
-                    loss = loss + eps * (lse * p.sum() - logits @ p).sum()
+                    loss = loss + eps * (lse * prior.sum() - logits @ prior).sum()
                 total += loss
                 g.scatter_add_(1, yc, g.new_full((yc.size(0), 1), -(1 - eps)))
                 if eps:
-                    g -= eps * prior.float()
+                    g -= eps * prior
                 if gb is not None:
                     gb += g.sum(0)
                 if low is not logits:
