@@ -14,25 +14,32 @@
 # precision when they start (default fp32; bf16 where a CPU has AVX-512 BF16 or AMX: the
 # CPU queue, ../queue.sh). SWEEP: the sweep folder (default sweep.DIMd; the CPU queue trains
 # into sweep-cpu.100d, so that a GPU machine, which gets this tree without its checkpoints,
-# never meets a CPU run half done). The same command resumes. Run from the repo root.
+# never meets a CPU run half done). TIMES=N (2-8): the LM text grown N times, as the paper's
+# Table 6 grows it (data/pydocs-xN: data_scripts/grow_pydocs.py; the same valid/test and
+# vectors, the folders suffixed .xN). The same command resumes. Run from the repo root.
 set -euo pipefail
 source experiments/converged/common.sh
 E=experiments/paper-regime
-C=data/pydocs
+TIMES=${TIMES:-1}
+case $TIMES in 1) X= C=data/pydocs ;; [2-8]) X=.x$TIMES C=data/pydocs-x$TIMES ;;
+  *) echo "TIMES=$TIMES: must be 1-8" >&2; exit 2 ;; esac
 DIM=${DIM:-100} HIDDEN=${HIDDEN:-256} GRID=${GRID:-$E/five.toml}
-PRECISION=${PRECISION:-fp32} SWEEP=$E/${SWEEP:-sweep.${DIM}d}
+PRECISION=${PRECISION:-fp32} SWEEP=$E/${SWEEP:-sweep.${DIM}d$X}
 V=vectors/pylibs+pydocs.${DIM}d.txt
-[ -f $C/train.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
+[ -f data/pydocs/train.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
 if [ ! -f $V ]; then   # (a GPU machine gets the vectors made here: tools/gpu/pack.sh)
   [ -f data/pylibs.txt ] || { echo "run make data-pydocs first" >&2; exit 1; }
-  # one maker at a time: queue.sh's two instances both arrive here
-  ( flock 9; [ -f $V ] || $LM embed data/pylibs.txt $C/train.txt --out $V --dim $DIM --threads 1
-  ) 9> $V.lock
+  # one maker at a time: queue.sh's two instances both arrive here. All in-domain text: the
+  # pretraining text and the 1x LM text, which hold every grown corpus's text too
+  ( flock 9; [ -f $V ] || $LM embed data/pylibs.txt data/pydocs/train.txt --out $V --dim $DIM \
+      --threads 1 ) 9> $V.lock
 fi
-[ -f $E/stats.${DIM}d.md ] || { $LM stats $C --embeddings $V --extend-vocab --pretrain data/pylibs.txt \
-    > $E/stats.${DIM}d.md.tmp && mv $E/stats.${DIM}d.md.tmp $E/stats.${DIM}d.md; }
-[ -f $E/kenlm5.${DIM}d/summary.json ] || \
-  $LM ngram $C --order 5 --embeddings $V --extend-vocab --out $E/kenlm5.${DIM}d --quiet
+[ $TIMES = 1 ] || [ -f $C/BUILD.json ] || \
+  ( flock 9; ${PY:-.venv/bin/python} data_scripts/grow_pydocs.py --times $TIMES ) 9> $C.lock
+[ -f $E/stats.${DIM}d$X.md ] || { $LM stats $C --embeddings $V --extend-vocab --pretrain data/pylibs.txt \
+    > $E/stats.${DIM}d$X.md.tmp && mv $E/stats.${DIM}d$X.md.tmp $E/stats.${DIM}d$X.md; }
+[ -f $E/kenlm5.${DIM}d$X/summary.json ] || \
+  $LM ngram $C --order 5 --embeddings $V --extend-vocab --out $E/kenlm5.${DIM}d$X --quiet
 # seed by seed; TOGETHER=1 puts every seed in one sweep (a GPU trains JOBS=10 runs at once)
 groups=${SEEDS:-1 2}; [ -n "${TOGETHER:-}" ] && groups=$(echo $groups | tr ' ' ',')
 for seeds in $groups; do
@@ -41,7 +48,7 @@ for seeds in $groups; do
       "${PAPER_CONVERGE[@]}" --precision "$PRECISION"
   # (none finished yet when the other instance of ../queue.sh holds every run still to do)
   if compgen -G "$SWEEP/*/summary.json" > /dev/null; then
-    $LM report "$SWEEP" --baseline $E/kenlm5.${DIM}d --wait
+    $LM report "$SWEEP" --baseline $E/kenlm5.${DIM}d$X --wait
   fi
   # the maps on the trained-input model, while its best.pt is here (model files do not come
   # back from a GPU machine, nor go into git), named as lmlow.rundir.evaluation_name names

@@ -26,7 +26,8 @@
 #                                         # JOBS runs at once, default 5) in the background,
 #                                         # then watches it until UNTIL seconds (default 540);
 #                                         # GRID=experiments/paper-regime/pair.toml JOBS=2:
-#                                         # only ours and ours-unfrozen (a 15-minute loan)
+#                                         # only ours and ours-unfrozen (a 15-minute loan);
+#                                         # TIMES=4: the 4x column (data/pydocs-x4, packed)
 #   bash tools/gpu/batch.sh transformer   # the same for experiments/transformer (its search,
 #                                         # then the six and the six with the unigram bias;
 #                                         # SEEDS default "1 2 3", JOBS default 6)
@@ -85,7 +86,7 @@ watch() {
 launch() {   # TABLE JOBS SEEDS: experiments/TABLE/run.sh in $W/TABLE, in its own session, none
   # of this call's output streams (the call returns, the table goes on)
   (cd $W/$1 && PYTHONPATH=$W/$1:/tmp/site LM="python3 -m lmlow.cli" PY=python3 JOBS=$2 SEEDS="$3" \
-      TOGETHER=${TOGETHER:-} GRID=${GRID:-} exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep-$1.log 2>&1 < /dev/null &
+      TOGETHER=${TOGETHER:-} GRID=${GRID:-} TIMES=${TIMES:-} exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep-$1.log 2>&1 < /dev/null &
   sleep 5
 }
 
@@ -96,6 +97,8 @@ paper_regime() {   # the table's corpus, vectors and scripts in $W/paper-regime,
   mkdir -p $T/vectors $T/experiments/converged && cp -r lmlow $T/ && tar xzf .gpu/pydocs.tgz -C $T
   cp experiments/converged/common.sh $T/experiments/converged/ && cp -r experiments/paper-regime $T/experiments/
   xz -dc .gpu/vectors.txt.xz > $T/vectors/pylibs+pydocs.100d.txt
+  [ "${TIMES:-1}" = 1 ] || [ -f $T/data/pydocs-x$TIMES/BUILD.json ] || {
+    echo "batch: .gpu has no data/pydocs-x$TIMES (TIMES=$TIMES run.sh here, then pack.sh)"; return 1; }
   launch paper-regime "$1" "$2"
 }
 
@@ -189,5 +192,5 @@ transformer)
   watch
   ;;
 watch) watch ;;
-*) sed -n '2,44p' "$0"; exit 2 ;;
+*) sed -n '2,45p' "$0"; exit 2 ;;
 esac

@@ -25,7 +25,8 @@ $PY tools/prebuilt_fixtures.py $G/fixtures > /dev/null
 tar czf $G/ptb.tgz data/ptb
 V=vectors/pylibs+pydocs.100d.txt
 if [ -f $V ]; then
-  tar czf $G/pydocs.tgz data/pydocs
+  # with the grown LM text of the paper regime's other columns where made (TIMES=N run.sh)
+  tar czf $G/pydocs.tgz data/pydocs $(ls -d data/pydocs-x[2-8] 2>/dev/null)
   xz -T2 -6 -c $V > $G/vectors.txt.xz
 else
   echo "pack: no $V (experiments/paper-regime/run.sh makes it): the paper regime is not packed" >&2
