@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from lmlow.errors import LmlowError  # noqa: E402
-from lmlow.files import pid_alive, require_regular  # noqa: E402
+from lmlow.files import remove_if_owner_gone, require_regular  # noqa: E402
 
 BLOCKS = 100
 
@@ -63,14 +63,6 @@ def chosen_lines(counts: list[int], extra: int, blocks: int = BLOCKS) -> list[tu
         if end > start:
             ranges.append((start, end))
     return ranges
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def write_corpus(folder: Path, corpus: Path, pretrain: Path, ranges) -> int:
@@ -115,18 +107,17 @@ def grow(times: int, corpus: Path, pretrain: Path, out: Path) -> dict:
         raise LmlowError(f"--times {times}: needs {extra:,} words of {pretrain}, which has "
                          f"{sum(counts):,} (at most --times {1 + sum(counts) // base})")
     ranges = chosen_lines(counts, extra)
-    for old in out.parent.glob(f"{out.name}.tmp*"):     # left by a killed build
-        pid = old.name[len(out.name) + 4:]
-        if pid.isdigit() and not pid_alive(int(pid)) and not old.is_symlink():
-            shutil.rmtree(old)
+    remove_if_owner_gone(out.parent.glob(f"{out.name}.tmp[0-9]*"))   # a killed build's
     tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
     tmp.mkdir(parents=False)
     try:
         lines = write_corpus(tmp, corpus, pretrain, ranges)
+        added = sum(sum(counts[a:b]) for a, b in ranges)
+        with open(pretrain, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
         build = {"times": times, "corpus": str(corpus), "pretraining_text": str(pretrain),
-                 "pretraining_sha256": sha256(pretrain), "train_words_base": base,
-                 "train_words_added": sum(sum(counts[a:b]) for a, b in ranges),
-                 "train_words": base + sum(sum(counts[a:b]) for a, b in ranges),
+                 "pretraining_sha256": digest, "train_words_base": base,
+                 "train_words_added": added, "train_words": base + added,
                  "lines_added": lines, "blocks": BLOCKS,
                  "ranges": [list(r) for r in ranges]}
         (tmp / "BUILD.json").write_text(json.dumps(build, indent=1) + "\n", encoding="utf-8")
