@@ -3,8 +3,8 @@
 # (issue 24: freezing/, then datasize/'s last runs and its reruns at the protocol's one thread),
 # then the Transformer's tables (issue 28), then the paper's regime on the CPU (issue 24,
 # paper-regime/README.md): its decisive pair, ours and ours-unfrozen, seed 1 then seed 2, then
-# the table's three other configurations (five.toml) for both seeds, 7-11 hours of one core a
-# run since the loss's one-pass softmax (5-6.2 minutes an epoch before, 4-4.2 after), in bf16
+# the table's three other configurations (five.toml) for both seeds, about 11-13 hours of one
+# core a run (4-4.2 minutes an epoch; ours-unfrozen seed 1 converged at epoch 163), in bf16
 # where the CPU has AVX-512 BF16 or AMX (chosen when a run starts; a resumed run
 # keeps its precision, on whatever CPU resumes it). All go into one sweep folder, whose plan
 # grows as they start, so a report calls the table partial until the last of them ends.
