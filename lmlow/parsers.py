@@ -292,8 +292,9 @@ def _report_parser(sub) -> None:
     p.add_argument("--map-unseen-inputs", action="store_true",
                    help="score the runs of every untied configuration whose input rows "
                    "trained from --init glove vectors as `lmlow eval --map-unseen-inputs` does "
-                   "(the others as trained; a *scored with* column says which), as the "
-                   "recommendation scores its model (default: no)")
+                   "(the others as trained; a *scored with* column says which); with the "
+                   "recommendation's flags (README) a sweep is scored as it scores its model "
+                   "(default: no)")
     p.add_argument("--map-unseen-outputs", action="store_true",
                    help="the same for the untied configurations whose output rows trained from "
                    "--init glove-output vectors, as `lmlow eval --map-unseen-outputs` does "

@@ -2,8 +2,8 @@
 validation learning curves of all runs in one plot, and with ``--paired CONFIG`` every
 configuration against that one seed by seed (:mod:`lmlow.paired`). With
 ``--map-unseen-inputs``/``--map-unseen-outputs`` each configuration the maps apply to is
-scored with them (:mod:`lmlow.input_map`), so a sweep compares the configurations as the
-recommendation scores them."""
+scored with them (:mod:`lmlow.input_map`), so with the flags the recommendation names
+(``lmlow.recommendation.EVAL_FLAGS``) a sweep compares the configurations as it scores them."""
 from __future__ import annotations
 
 import math
