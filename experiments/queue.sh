@@ -18,7 +18,8 @@
 # without it the second was refused and its queue ended (2026-11-27).
 # Run from the repo root. On a bare checkout it first installs lmlow and builds the corpora the
 # tables read (`make install data-pydocs`: the package registries and Debian's archive), one of
-# the two at a time; the run.sh scripts make or unpack their vectors themselves.
+# the two at a time; the run.sh scripts make or unpack their vectors and other shared inputs
+# themselves, also one instance at a time (a lock each: converged/common.sh).
 set -euo pipefail
 export JOBS=${JOBS:-1}
 (

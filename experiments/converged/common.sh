@@ -35,10 +35,15 @@ RECIPE=(--batch-size 20 --bptt 70)
 # is not: they are complete, all in fp32, and `lmlow report` warns if a table mixes precisions.)
 PAPER_CONVERGE=(--schedule none --nonmono 5 --patience 10 --min-improvement 0.003 --precision fp32
                 --max-epochs 300 --threads 1)
+# Two run.sh at once (../queue.sh started twice on a bare checkout) both arrive at the shared
+# inputs: each is made under a lock, by whichever comes first (without it the second one's mv
+# failed and its queue ended, 2026-11-27).
 quarter() {
   [ -f $Q/test.txt ] && return
-  mkdir -p $Q.tmp && head -n 2508 $MINI/train.txt > $Q.tmp/train.txt
-  cp $MINI/valid.txt $MINI/test.txt $Q.tmp/ && mv $Q.tmp $Q
+  mkdir -p "$(dirname $Q)"
+  ( flock 9; [ -f $Q/test.txt ] && exit 0; rm -rf $Q.tmp
+    mkdir -p $Q.tmp && head -n 2508 $MINI/train.txt > $Q.tmp/train.txt
+    cp $MINI/valid.txt $MINI/test.txt $Q.tmp/ && mv $Q.tmp $Q ) 9> $Q.lock
 }
 # The vectors every technical table used are committed (converged/vectors/): GloVe with more
 # than one thread is not deterministic, so the command below (how they were made, 2 threads)
@@ -47,6 +52,7 @@ VEC_COMMITTED=experiments/converged/vectors/$(basename $VEC).gz
 vectors() {
   [ -f "$VEC" ] && return
   mkdir -p "$(dirname "$VEC")"
-  if [ -f $VEC_COMMITTED ]; then gzip -dc $VEC_COMMITTED > "$VEC.tmp" && mv "$VEC.tmp" "$VEC"
-  else $LM embed $MINI/pretrain.txt.gz --out "$VEC" --dim 100 --epochs 25; fi
+  ( flock 9; [ -f "$VEC" ] && exit 0
+    if [ -f $VEC_COMMITTED ]; then gzip -dc $VEC_COMMITTED > "$VEC.tmp" && mv "$VEC.tmp" "$VEC"
+    else $LM embed $MINI/pretrain.txt.gz --out "$VEC" --dim 100 --epochs 25; fi ) 9> "$VEC.lock"
 }

@@ -12,6 +12,8 @@
 set -euo pipefail
 source experiments/converged/common.sh
 E=experiments/freezing
+# the inputs both tables share, made by one of ../queue.sh's two instances while the other waits
+exec 8> "${TMPDIR:-/tmp}/lmlow-prepare.lock"; flock 8
 SOTU=data/sotu-q
 SOTU_VEC=vectors/sotu-q.100d.txt
 quarter
@@ -47,6 +49,7 @@ for d in technical sotu; do
   [ -f $E/$d/kenlm5-allvec/summary.json ] || \
     $LM ngram $corpus --order 5 --embeddings $vec --extend-vocab --out $E/$d/kenlm5-allvec --quiet
 done
+flock -u 8
 sweep() {   # DOMAIN TABLE GRID VECTORS SEEDS
   local corpus=$Q base=experiments/six/kenlm5
   [ $1 = sotu ] && corpus=$SOTU base=experiments/sotu/kenlm5

@@ -34,12 +34,15 @@ if [ ! -f $V ]; then   # (a GPU machine gets the vectors made here: tools/gpu/pa
   ( flock 9; [ -f $V ] || $LM embed data/pylibs.txt data/pydocs/train.txt --out $V --dim $DIM \
       --threads 1 ) 9> $V.lock
 fi
+# the inputs the configurations share, made by one of ../queue.sh's two instances at a time
+exec 8> "${TMPDIR:-/tmp}/lmlow-prepare.lock"; flock 8
 [ $TIMES = 1 ] || [ -f $C/BUILD.json ] || \
   ( flock 9; ${PY:-.venv/bin/python} data_scripts/grow_pydocs.py --times $TIMES ) 9> $C.lock
 [ -f $E/stats.${DIM}d$X.md ] || { $LM stats $C --embeddings $V --extend-vocab --pretrain data/pylibs.txt \
     > $E/stats.${DIM}d$X.md.tmp && mv $E/stats.${DIM}d$X.md.tmp $E/stats.${DIM}d$X.md; }
 [ -f $E/kenlm5.${DIM}d$X/summary.json ] || \
   $LM ngram $C --order 5 --embeddings $V --extend-vocab --out $E/kenlm5.${DIM}d$X --quiet
+flock -u 8
 # seed by seed; TOGETHER=1 puts every seed in one sweep (a GPU trains JOBS=10 runs at once)
 groups=${SEEDS:-1 2}; [ -n "${TOGETHER:-}" ] && groups=$(echo $groups | tr ' ' ',')
 for seeds in $groups; do
