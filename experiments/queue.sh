@@ -4,9 +4,11 @@
 # then the Transformer's tables (issue 28), then the paper's regime on the CPU (issue 24,
 # paper-regime/README.md): its decisive pair, ours and ours-unfrozen, seed 1 then seed 2, then
 # the table's three other configurations (five.toml) for both seeds, about 11-13 hours of one
-# core a run (4-4.2 minutes an epoch; ours-unfrozen seed 1 converged at epoch 163), in bf16
-# where the CPU has AVX-512 BF16 or AMX (chosen when a run starts; a resumed run
-# keeps its precision, on whatever CPU resumes it). All go into one sweep folder, whose plan
+# core a run (4-4.2 minutes an epoch; ours-unfrozen seed 1 converged at epoch 163), in bf16,
+# as its seed-1 runs trained: on a CPU without AVX-512 BF16 or AMX this step waits for another
+# CPU or a GPU (its runs in fp32 there trained at a third of seed 1's speed, and would keep
+# fp32 on every later CPU: paper-regime/fp32-no-avx512.txt); PRECISION=fp32 starts them
+# anyway. A resumed run keeps its precision. All go into one sweep folder, whose plan
 # grows as they start, so a report calls the table partial until the last of them ends.
 # Each run.sh resumes where it stopped, so this one command continues them all after any
 # interruption. On 2 cores start it twice, about 20 s apart, one run at a time each:
@@ -32,8 +34,15 @@ for step in freezing/run.sh datasize/run.sh datasize/rerun.sh transformer/run.sh
   experiments/$step
 done
 echo "queue: paper-regime/run.sh, the pair, then the table, on the CPU ($(date -u '+%Y-%m-%d %H:%M UTC'))"
-precision=fp32
-grep -qwE 'avx512_bf16|amx_tile' /proc/cpuinfo && precision=bf16
+precision=${PRECISION:-}
+if [ -z "$precision" ]; then
+  grep -qwE 'avx512_bf16|amx_tile' /proc/cpuinfo && precision=bf16 || {
+    echo "queue: this CPU has neither AVX-512 BF16 nor AMX: the paper regime's table trains in" \
+         "bf16 (paper-regime/fp32-no-avx512.txt); it waits for such a CPU or a GPU" \
+         "(PRECISION=fp32 $0 trains it here in fp32)"
+    exit 0
+  }
+fi
 for grid in pair five; do   # five.toml's pair is the same two runs: finished, not retrained
   GRID=experiments/paper-regime/$grid.toml SEEDS="1 2" SWEEP=sweep-cpu.100d \
     PRECISION=$precision experiments/paper-regime/run.sh

@@ -265,6 +265,20 @@ class Config:
         return cls.from_dict(read_settings(path), str(path))
 
 
+# What --resume may change: the budget (to train longer), and where and how the arithmetic
+# runs (a GPU bf16 run may continue on a CPU in fp32; the state is saved in fp32 for that).
+# Every other setting is the run's for good (lmlow.train.resume, lmlow.sweep.as_started).
+RESUME_CHANGES = ("max_epochs", "max_time", "max_steps", "precision", "device", "threads")
+# Settings that are places, not the run's maths: a moved corpus or vectors file is the same run.
+PLACES = ("corpus", "embeddings")
+
+
+def same_run_differs(mine: dict, theirs: dict) -> list[str]:
+    """The settings (of two ``Config.to_dict()``) in which two configurations are different
+    runs: all but RESUME_CHANGES and PLACES."""
+    return [k for k in mine if k not in (*RESUME_CHANGES, *PLACES) and mine[k] != theirs.get(k)]
+
+
 # What a run's config.json says of the model as built, beside its settings: which input rows
 # are frozen pretrained, frozen random and trained (lmlow.frozen_rows.row_report).
 DERIVED = ("input_rows",)

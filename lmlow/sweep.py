@@ -7,6 +7,7 @@ configuration in the paper's terms. Every run is started as a ``lmlow train`` co
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -18,8 +19,9 @@ import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from lmlow.config import (ARCH_ONLY, PRESETS, Config, EmbeddingRoles, arch_of, check_settings,
-                          check_values, ignored_by, load_table, setting, table1_configurations)
+from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, Config, EmbeddingRoles, arch_of,
+                          build_config, check_settings, check_values, ignored_by, load_table,
+                          same_run_differs, setting, table1_configurations)
 from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.files import atomic_write_json, read_json
 from lmlow.flags import int_list, str_list
@@ -223,12 +225,41 @@ def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
     return cmd
 
 
+def as_started(run: Run, out: Path) -> Run:
+    """A planned run as its folder already holds it, if it started (``last.pt``) or finished.
+    Such a run is resumed or skipped, never retrained, so the plan must describe it, not the
+    new command: where they differ in what --resume may change (precision, threads, the
+    budget) the plan takes the run's values; where they differ in anything else, the folder
+    holds another experiment, and a table that mixed the two would be silently wrong: refused
+    (before anything is written), naming the run and the setting."""
+    folder = RunDir(out / run.folder)
+    if not (folder.finished or folder.last.exists()) or not folder.config.exists():
+        return run
+    settings = dict(run.settings)
+    planned = _json_values(build_config(settings.pop("preset"), **settings).to_dict())
+    have = _json_values(Config.load(folder.config).to_dict())
+    differ = same_run_differs(have, planned)
+    if differ:
+        k = differ[0]
+        raise LmlowError(f"{folder.path}: this run was trained with {k} = {have[k]!r}, the sweep "
+                         f"plans {k} = {planned.get(k)!r}; give the sweep another --out, or "
+                         "move that run folder away to train it again")
+    kept = {k: have[k] for k in RESUME_CHANGES if have.get(k) != planned.get(k)}
+    return Run(run.name, {**run.settings, **kept}, run.seed, run.labels)
+
+
+def _json_values(d: dict) -> dict:
+    """A configuration's values as config.json holds them (tuples as lists)."""
+    return json.loads(json.dumps(d))
+
+
 def record_plan(runs: list[Run], out: Path) -> None:
     """``SWEEP/sweep.json``: every planned run (its settings and seed), what `--status`, the
     report's count of missing runs and a SLURM task read. A folder's plan is every run ever
     planned into it: a later command (more seeds, or a few configurations first) adds its runs
     and replaces those of the same name in their place (so that the file, often committed,
     changes only where the plan does), so a report never calls a partial table complete."""
+    runs = [as_started(r, out) for r in runs]
     out.mkdir(parents=True, exist_ok=True)
     new = {r.folder: r for r in runs}
     merged = [new.pop(r.folder, r) for r in load_plan(out) or []] + list(new.values())
@@ -340,6 +371,7 @@ def _score_now(run: RunDir, threads: int, log) -> int:
 
 
 def dry_run(runs: list[Run], out: Path) -> list[str]:
+    runs = [as_started(r, out) for r in runs]     # what the sweep itself would refuse
     lmlow = ["lmlow"]
     return [shlex.join(c) for r in runs if (c := command(r, out, lmlow))]
 

@@ -27,7 +27,7 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
                               device_name, fast_matmuls, load_checkpoint, make_scaler,
                               model_sizes, pick_device, pick_precision, precision_name,
                               save_checkpoint)
-from lmlow.config import Config
+from lmlow.config import RESUME_CHANGES, Config, same_run_differs
 from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
@@ -41,9 +41,6 @@ from lmlow.model import detach_hidden, join_states, map_state
 from lmlow.progress import shown
 from lmlow.rundir import RunDir
 
-# what --resume may change: the budget (to train longer), and where and how the arithmetic
-# runs (a GPU bf16 run may continue on a CPU in fp32; the state is saved in fp32 for that)
-RESUME_CHANGES = ("max_epochs", "max_time", "max_steps", "precision", "device", "threads")
 SYNC_EVERY = 20     # updates between the host's looks at the device's numbers (and the ranks')
 SAVE_EVERY = 600    # seconds of training between saves of last.pt within an epoch
 
@@ -836,8 +833,7 @@ def _same_run(run: RunDir, cfg: Config) -> None:
         return
     mine = Config.load(run.config).to_dict()
     theirs = cfg.to_dict()
-    differ = [k for k in mine if k not in (*RESUME_CHANGES, "corpus", "embeddings")
-              and mine[k] != theirs.get(k)]
+    differ = same_run_differs(mine, theirs)
     if differ:
         k = differ[0]
         raise LmlowError(f"{run.last}: not this run's checkpoint: it has {k} = {theirs.get(k)!r} "

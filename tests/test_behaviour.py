@@ -53,8 +53,12 @@ def test_nt_asgd_switches_when_validation_stalls_and_saves_averaged_weights(spee
     of the epoch the rule names (derived here from the logged losses; measured: epoch 8 of
     10, after epoch 6 was already worse than epoch 5 but still inside the nonmono=2 window):
     the ASGD optimiser in last.pt has taken exactly the updates made after that epoch, the
-    rows say "asgd" from the next epoch on, and best.pt (the last epoch, validated on averaged
-    weights) holds ASGD's running average 'ax', not the raw weights. 9 s."""
+    rows say "asgd" from the next epoch on, and best.pt (an epoch after the switch, validated
+    on averaged weights) holds ASGD's running average 'ax' of that epoch, not the raw weights.
+    Which averaged epoch is best depends on the CPU's rounding (the last on the Intel and AVX-512
+    AMD CPUs, the 9th of 10 on an AMD CPU without AVX-512, by 0.005): when it is not the last,
+    the same run is trained again to that epoch (no schedule: the same updates, checked on its
+    logged losses) for its 'ax'. 9-18 s."""
     nonmono, epochs, run = 2, 10, tmp_path / "run"
     train(tiny(speech_corpus, optimizer="sgd", lr=30.0, asgd=True, nonmono=nonmono,
                max_epochs=epochs), run, quiet=True)
@@ -78,17 +82,25 @@ def test_nt_asgd_switches_when_validation_stalls_and_saves_averaged_weights(spee
         assert int(opt_state[i]["step"]) == updates_after_switch   # created at the switch
 
     best_epoch = 1 + int(np.argmin(losses))
-    assert best_epoch == epochs, f"expected the averaged model to keep improving: {losses}"
+    assert best_epoch > switch, f"expected an averaged model to be the best: {losses}"
+    at_best = last
+    if best_epoch < epochs:
+        again = tmp_path / "to-best"
+        train(tiny(speech_corpus, optimizer="sgd", lr=30.0, asgd=True, nonmono=nonmono,
+                   max_epochs=best_epoch), again, quiet=True)
+        assert [r["valid_loss"] for r in metrics(again)] == losses[:best_epoch]
+        at_best = load_checkpoint(again / "last.pt")
     best = load_checkpoint(run / "best.pt")["model"]
-    raw = last["model"]
     for i, name in enumerate(names):
-        ax = opt_state[i]["ax"]
+        ax = at_best["optimizer"]["state"][i]["ax"]
         assert torch.equal(best[name], ax), f"best.pt {name} is not ASGD's average"
-        assert not torch.allclose(raw[name], ax), f"{name}: average equals the raw weights"
+        raw = at_best["model"][name]
+        assert not torch.allclose(raw, ax), f"{name}: average equals the raw weights"
 
     # best.pt is the model that was validated: its loss is the logged one, and the raw
-    # weights (last.pt) score differently
-    assert load(run).evaluate("valid").cross_entropy == pytest.approx(losses[-1], abs=1e-4)
+    # weights of the last epoch (last.pt) score differently from that epoch's average
+    assert load(run).evaluate("valid").cross_entropy == pytest.approx(losses[best_epoch - 1],
+                                                                      abs=1e-4)
     raw_loss = load(run, checkpoint="last").evaluate("valid").cross_entropy
     assert abs(raw_loss - losses[-1]) > 1e-3
 

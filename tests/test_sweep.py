@@ -234,6 +234,39 @@ def test_report_says_whether_runs_converged_and_survives_without_checkpoints(spe
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "best.pt" in r.stderr
 
 
+def test_a_sweep_refuses_a_plan_its_finished_runs_did_not_train_and_records_what_they_did(
+        speech_corpus, tmp_path):
+    """A finished or started run is skipped or resumed, never retrained: a later command that
+    plans other settings for it would make a table of two experiments (refused, one line, the
+    plan untouched), and one that differs only in what --resume may change (precision, the
+    budget) must not make sweep.json misdescribe the run (seen: a CPU without AVX-512 planned
+    fp32 over finished bf16 runs)."""
+    (tmp_path / "grid.toml").write_text(GRID)
+    out = tmp_path / "sweep"
+    args = ("sweep", speech_corpus, "--grid", tmp_path / "grid.toml", "--out", out,
+            "--preset", "tiny", "--max-steps", "5")
+    r = lmlow(*args, "--max-epochs", "1", "--precision", "fp32", "--seeds", "1")
+    assert r.returncode == 0, r.stderr
+    plan_file = out / "sweep.json"
+    before = plan_file.read_bytes()
+    for flags in (["--lr", "0.5"], ["--lr", "0.5", "--dry-run"]):
+        r = lmlow(*args, "--max-epochs", "1", "--precision", "fp32", "--seeds", "1,2", *flags)
+        assert r.returncode != 0 and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "standard.seed1" in r.stderr and "lr = " in r.stderr, r.stderr
+        assert plan_file.read_bytes() == before
+        assert not (out / "standard.seed2").exists()
+    r = lmlow(*args, "--max-epochs", "3", "--precision", "bf16", "--seeds", "1")
+    assert r.returncode == 0, r.stderr
+    planned = json.loads(plan_file.read_text())
+    trained = {p["name"]: json.loads((out / f"{p['name']}.seed1" / "config.json").read_text())
+               for p in planned}
+    assert len(planned) == 2
+    for p in planned:
+        assert (p["settings"]["precision"], p["settings"]["max_epochs"]) == ("fp32", 1)
+        assert trained[p["name"]]["precision"] == "fp32" and trained[p["name"]]["max_epochs"] == 1
+
+
 def test_a_sweep_folders_plan_is_every_run_ever_planned_into_it(tmp_path):
     """Seeds or configurations added by a later command join the plan; a run planned again is
     replaced where it was, not repeated: the report's 'Partial: N of M' counts them all."""
