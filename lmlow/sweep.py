@@ -242,8 +242,8 @@ def as_started(run: Run, out: Path) -> Run:
     if differ:
         k = differ[0]
         raise LmlowError(f"{folder.path}: this run was trained with {k} = {have[k]!r}, the sweep "
-                         f"plans {k} = {planned.get(k)!r}; give the sweep another --out, or "
-                         "move that run folder away to train it again")
+                         f"plans {k} = {planned.get(k)!r}; give it another output folder "
+                         "(--out), or move that run folder away to train it again")
     kept = {k: have[k] for k in RESUME_CHANGES if have.get(k) != planned.get(k)}
     return Run(run.name, {**run.settings, **kept}, run.seed, run.labels)
 
