@@ -7,7 +7,6 @@ configuration in the paper's terms. Every run is started as a ``lmlow train`` co
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -236,8 +235,8 @@ def as_started(run: Run, out: Path) -> Run:
     if not (folder.finished or folder.last.exists()) or not folder.config.exists():
         return run
     settings = dict(run.settings)
-    planned = _json_values(build_config(settings.pop("preset"), **settings).to_dict())
-    have = _json_values(Config.load(folder.config).to_dict())
+    planned = build_config(settings.pop("preset"), **settings).to_dict()
+    have = Config.load(folder.config).to_dict()
     differ = same_run_differs(have, planned)
     if differ:
         k = differ[0]
@@ -246,11 +245,6 @@ def as_started(run: Run, out: Path) -> Run:
                          "(--out), or move that run folder away to train it again")
     kept = {k: have[k] for k in RESUME_CHANGES if have.get(k) != planned.get(k)}
     return Run(run.name, {**run.settings, **kept}, run.seed, run.labels)
-
-
-def _json_values(d: dict) -> dict:
-    """A configuration's values as config.json holds them (tuples as lists)."""
-    return json.loads(json.dumps(d))
 
 
 def record_plan(runs: list[Run], out: Path) -> None:

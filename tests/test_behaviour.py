@@ -60,8 +60,12 @@ def test_nt_asgd_switches_when_validation_stalls_and_saves_averaged_weights(spee
     the same run is trained again to that epoch (no schedule: the same updates, checked on its
     logged losses) for its 'ax'. 9-18 s."""
     nonmono, epochs, run = 2, 10, tmp_path / "run"
-    train(tiny(speech_corpus, optimizer="sgd", lr=30.0, asgd=True, nonmono=nonmono,
-               max_epochs=epochs), run, quiet=True)
+
+    def nt_asgd(max_epochs):
+        return tiny(speech_corpus, optimizer="sgd", lr=30.0, asgd=True, nonmono=nonmono,
+                    max_epochs=max_epochs)
+
+    train(nt_asgd(epochs), run, quiet=True)
     rows = metrics(run)
     assert [r["epoch"] for r in rows] == list(range(1, epochs + 1))
     losses = [r["valid_loss"] for r in rows]
@@ -86,8 +90,7 @@ def test_nt_asgd_switches_when_validation_stalls_and_saves_averaged_weights(spee
     at_best = last
     if best_epoch < epochs:
         again = tmp_path / "to-best"
-        train(tiny(speech_corpus, optimizer="sgd", lr=30.0, asgd=True, nonmono=nonmono,
-                   max_epochs=best_epoch), again, quiet=True)
+        train(nt_asgd(best_epoch), again, quiet=True)
         assert [r["valid_loss"] for r in metrics(again)] == losses[:best_epoch]
         at_best = load_checkpoint(again / "last.pt")
     best = load_checkpoint(run / "best.pt")["model"]
