@@ -4,12 +4,14 @@
 # then the Transformer's tables (issue 28), then the paper's regime on the CPU (issue 24,
 # paper-regime/README.md): its decisive pair, ours and ours-unfrozen, seed 1 then seed 2, then
 # the table's three other configurations (five.toml) for both seeds, about 11-13 hours of one
-# core a run (4-4.2 minutes an epoch; ours-unfrozen seed 1 converged at epoch 163), in bf16,
-# as its seed-1 runs trained: on a CPU without AVX-512 BF16 or AMX this step waits for another
-# CPU or a GPU (its runs in fp32 there trained at a third of seed 1's speed, and would keep
-# fp32 on every later CPU: paper-regime/fp32-no-avx512.txt); PRECISION=fp32 starts them
-# anyway. A resumed run keeps its precision. All go into one sweep folder, whose plan
-# grows as they start, so a report calls the table partial until the last of them ends.
+# core a run (4-4.2 minutes an epoch in bf16; ours-unfrozen seed 1 converged at epoch 163), in
+# bf16 where the CPU has AVX-512 BF16 or AMX, as its seed-1 runs trained, and in fp32 where it
+# has neither (about a third as fast there: paper-regime/fp32-no-avx512.txt), each session in
+# the best its CPU has: a run resumed on another CPU changes precision with it (lmlow sweep
+# resumes a started run in the precision it is given; the run's summary.json lists its
+# precisions, metrics.jsonl each epoch's). PRECISION=fp32 or bf16 forces one. All go into one
+# sweep folder, whose plan grows as they start, so a report calls the table partial until the
+# last of them ends.
 # Each run.sh resumes where it stopped, so this one command continues them all after any
 # interruption. On 2 cores start it twice, about 20 s apart, one run at a time each:
 #   JOBS=1 nohup experiments/queue.sh > queue1.log 2>&1 &
@@ -37,10 +39,10 @@ echo "queue: paper-regime/run.sh, the pair, then the table, on the CPU ($(date -
 precision=${PRECISION:-}
 if [ -z "$precision" ]; then
   grep -qwE 'avx512_bf16|amx_tile' /proc/cpuinfo && precision=bf16 || {
-    echo "queue: this CPU has neither AVX-512 BF16 nor AMX: the paper regime's table trains in" \
-         "bf16 (paper-regime/fp32-no-avx512.txt); it waits for such a CPU or a GPU" \
-         "(PRECISION=fp32 $0 trains it here in fp32)"
-    exit 0
+    precision=fp32
+    echo "queue: this CPU has neither AVX-512 BF16 nor AMX: the paper regime trains in fp32" \
+         "this session, about a third as fast as in bf16 (paper-regime/fp32-no-avx512.txt);" \
+         "a later session on a CPU with bf16 resumes its runs in bf16"
   }
 fi
 for grid in pair five; do   # five.toml's pair is the same two runs: finished, not retrained

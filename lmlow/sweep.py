@@ -213,7 +213,7 @@ def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
     if folder.finished or folder.locked_by():     # done, or being trained by another process
         return None
     if folder.last.exists():
-        return [*lmlow, "train", "--resume", str(folder), "--quiet"]
+        return [*lmlow, "train", "--resume", str(folder), "--quiet", *resume_changes(run, folder)]
     s = dict(run.settings)
     cmd = [*lmlow, "train", s.pop("corpus"), "--out", str(folder), "--preset", s.pop("preset"), "--quiet"]
     if folder.path.exists():
@@ -227,15 +227,18 @@ def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
 def as_started(run: Run, out: Path) -> Run:
     """A planned run as its folder already holds it, if it started (``last.pt``) or finished.
     Such a run is resumed or skipped, never retrained, so the plan must describe it, not the
-    new command: where they differ in what --resume may change (precision, threads, the
-    budget) the plan takes the run's values; where they differ in anything else, the folder
-    holds another experiment, and a table that mixed the two would be silently wrong: refused
-    (before anything is written), naming the run and the setting."""
+    new command: where they differ in anything but what --resume may change, the folder holds
+    another experiment, and a table that mixed the two would be silently wrong: refused
+    (before anything is written), naming the run and the setting. Where they differ only in
+    what --resume may change (precision, device, threads, the budget), a finished run's plan
+    takes the run's values (it trained with them and will not train again); a started one
+    takes those the new command gives, with which it resumes (:func:`command`: a table started
+    in fp32 on a CPU without bf16 units goes on in bf16 on one that has them), and keeps its
+    own where the command leaves a setting to the preset."""
     folder = RunDir(out / run.folder)
     if not (folder.finished or folder.last.exists()) or not folder.config.exists():
         return run
-    settings = dict(run.settings)
-    planned = build_config(settings.pop("preset"), **settings).to_dict()
+    planned = _planned(run)
     have = Config.load(folder.config).to_dict()
     differ = same_run_differs(have, planned)
     if differ:
@@ -243,8 +246,29 @@ def as_started(run: Run, out: Path) -> Run:
         raise LmlowError(f"{folder.path}: this run was trained with {k} = {have[k]!r}, the sweep "
                          f"plans {k} = {planned.get(k)!r}; give it another output folder "
                          "(--out), or move that run folder away to train it again")
-    kept = {k: have[k] for k in RESUME_CHANGES if have.get(k) != planned.get(k)}
+    kept = {k: have[k] for k in RESUME_CHANGES if have.get(k) != planned.get(k)
+            and (folder.finished or run.settings.get(k) is None)}
     return Run(run.name, {**run.settings, **kept}, run.seed, run.labels)
+
+
+def _planned(run: Run) -> dict:
+    """The run's ``Config.to_dict()`` as the plan builds it."""
+    settings = dict(run.settings)
+    return build_config(settings.pop("preset"), **settings).to_dict()
+
+
+def resume_changes(run: Run, folder: RunDir) -> list[str]:
+    """The ``lmlow train --resume`` flags that continue a started run with what the plan says
+    of precision, device, threads and the budget, where it differs from the run's own
+    ``config.json`` (none where they agree, or the plan leaves a setting to the default)."""
+    if not folder.config.exists():
+        return []
+    planned, have = _planned(run), Config.load(folder.config).to_dict()
+    flags = []
+    for k in RESUME_CHANGES:
+        if run.settings.get(k) is not None and planned.get(k) != have.get(k):
+            flags += _flag(k, planned[k])
+    return flags
 
 
 def record_plan(runs: list[Run], out: Path) -> None:

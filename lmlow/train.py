@@ -638,6 +638,7 @@ class Trainer:
                            "valid_loss": loss, "valid_ppl": math.exp(loss),
                            "lr": self._rate(), "base_lr": st.lr,
                            "optimizer": "asgd" if st.asgd else cfg.optimizer,
+                           "precision": precision_name(self.amp_dtype),   # may change on resume
                            "tokens_per_s": round(self.epoch_stats["tokens_per_s"]),
                            "elapsed": round(st.train_seconds, 1), **self._scaler_metrics()})
         if loss < st.best_valid:

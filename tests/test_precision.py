@@ -28,10 +28,15 @@ def test_a_run_continues_in_another_precision(first, then, speech_corpus, tmp_pa
     train(cfg(speech_corpus, precision=first, max_epochs=2, max_steps=7), run, quiet=True)
     ck = load_checkpoint(run / "last.pt")
     assert ck["hidden"] is not None and all(h.dtype == torch.float32 for pair in ck["hidden"] for h in pair)
+    before = (run / "metrics.jsonl").read_text().splitlines()
     summary = resume(run, quiet=True, precision=then, max_steps=0)
     assert summary["epochs"] == 2 and summary["precision"] == then
     assert summary["precisions"] == [first, then]
     assert json.loads((run / "config.json").read_text())["precision"] == then
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    epochs = [(i < len(before), r["precision"]) for i, r in enumerate(rows) if "train_loss" in r]
+    assert epochs and {p for old, p in epochs if old} <= {first}      # each epoch's precision
+    assert {p for old, p in epochs if not old} == {then}
 
 
 @BF16

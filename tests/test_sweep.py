@@ -91,6 +91,34 @@ def test_interrupted_run_is_resumed(speech_corpus, tmp_path):
     assert f"lmlow train --resume {out / 'standard.seed1'} --quiet" in r.stdout
 
 
+
+def test_a_later_command_resumes_a_started_run_with_its_precision_threads_and_budget(
+        speech_corpus, tmp_path):
+    """What `lmlow train --resume` may change, a later sweep command changes for the runs it
+    resumes (a table started in fp32 on a CPU without bf16 units must go on in bf16 on one that
+    has them, not stay three times slower), and sweep.json says so; a finished run is not
+    touched and its plan keeps the values it trained with."""
+    (tmp_path / "grid.toml").write_text(GRID)
+    out = tmp_path / "sweep"
+    args = ("sweep", speech_corpus, "--grid", tmp_path / "grid.toml", "--out", out,
+            "--preset", "tiny", "--max-epochs", "1", "--seeds", "1")
+    assert lmlow(*args, "--max-steps", "5", "--threads", "1").returncode == 0
+    started = out / "standard.seed1"
+    (started / "summary.json").unlink()              # as if killed after its last checkpoint
+    r = lmlow(*args, "--max-steps", "8", "--threads", "2", "--dry-run")
+    assert r.stdout.splitlines() == [
+        f"lmlow train --resume {started} --quiet --max-steps 8 --threads 2"], r.stdout
+    r = lmlow(*args, "--max-steps", "8", "--threads", "2")
+    assert r.returncode == 0, r.stderr
+    config = json.loads((started / "config.json").read_text())
+    assert json.loads((started / "summary.json").read_text())["steps"] == 8
+    assert (config["max_steps"], config["threads"]) == (8, 2)
+    finished = out / "untied-unigram.seed1"
+    assert json.loads((finished / "summary.json").read_text())["steps"] == 5
+    planned = {p["name"]: p["settings"] for p in json.loads((out / "sweep.json").read_text())}
+    assert (planned["standard"]["max_steps"], planned["standard"]["threads"]) == (8, 2)
+    assert (planned["untied-unigram"]["max_steps"], planned["untied-unigram"]["threads"]) == (5, 1)
+
 @pytest.mark.slow
 def test_sigterm_to_a_sweep_stops_its_trainings_and_the_same_command_resumes(speech_corpus,
                                                                           tmp_path):

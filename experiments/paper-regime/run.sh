@@ -11,8 +11,8 @@
 # DIM and HIDDEN choose the model (default 100-d vectors, 2 x 256: what one CPU core can train;
 # the paper has 400 and 3 x 1150). GRID: the configurations (default five.toml; pair.toml:
 # ours and ours-unfrozen only, what a 15-minute GPU loan can converge). PRECISION: the runs'
-# precision when they start (default fp32; bf16 where a CPU has AVX-512 BF16 or AMX: the
-# CPU queue, ../queue.sh). SWEEP: the sweep folder (default sweep.DIMd; the CPU queue trains
+# precision, also of those it resumes (default fp32; bf16 where a CPU has AVX-512 BF16 or
+# AMX: the CPU queue, ../queue.sh). SWEEP: the sweep folder (default sweep.DIMd; the CPU queue trains
 # into sweep-cpu.100d, so that a GPU machine, which gets this tree without its checkpoints,
 # never meets a CPU run half done). TIMES=N (2-8): the LM text grown N times, as the paper's
 # Table 6 grows it (data/pydocs-xN: data_scripts/grow_pydocs.py; the same valid/test and
