@@ -5,6 +5,7 @@ that a busy machine disturbs it less; ``--profile`` adds torch.profiler's table 
 expensive operators.
 
 Usage: python benchmarks/train_step.py CORPUS [--preset small] [--set key=value ...] [--profile]
+       (--set device=cuda times it on a GPU)
 e.g.   python benchmarks/train_step.py data/ptb --set tie=False --set init=glove,glove-output,unigram \
            --set freeze_input=True --set embeddings=vectors/ptb.200d.txt
 """
@@ -63,9 +64,9 @@ def main(argv=None) -> int:
                 pos += cfg.bptt
 
         steps(3)
-        best = min(_timed(steps, args.steps) for _ in range(args.repeats))
+        best = min(_timed(steps, args.steps, t.device) for _ in range(args.repeats))
         tokens = args.steps * cfg.bptt * cfg.batch_size
-        print(f"{cfg.describe()}; precision {t.amp_dtype or torch.float32}; threads "
+        print(f"{cfg.describe()}; device {t.device}; precision {t.amp_dtype or torch.float32}; threads "
               f"{torch.get_num_threads()}: {tokens / best:,.0f} tokens/s, {best / args.steps * 1000:.1f} ms/update")
         if args.profile:
             with torch.profiler.profile() as prof:
@@ -74,9 +75,14 @@ def main(argv=None) -> int:
     return 0
 
 
-def _timed(fn, n: int) -> float:
+def _timed(fn, n: int, device: torch.device) -> float:
+    """Seconds of ``fn(n)``, on a GPU from an idle queue to an idle queue (its kernels are
+    asynchronous: without the waits the time would be the host's, not the GPU's)."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda *a: None)
+    sync(device)
     t0 = time.perf_counter()
     fn(n)
+    sync(device)
     return time.perf_counter() - t0
 
 

@@ -14,8 +14,11 @@
 #                                         # plan): the Transformer's timings (windowed vs
 #                                         # masked attention, plain nn.TransformerEncoder,
 #                                         # profiles) on the quiet GPU, then the paper regime's
-#                                         # decisive pair (pair.toml, seed 1) with pytest -m
-#                                         # gpu beside it, then watch to UNTIL (default 540)
+#                                         # update in fp32 and bf16, one run alone and three at
+#                                         # once (regime-speed), then pytest -m gpu
+#   bash tools/gpu/batch.sh regime-speed  # tokens/s of the paper regime's update on the GPU:
+#                                         # can a loan converge its runs? (165 epochs of 1.06M
+#                                         # tokens in 10 minutes: about 290k tokens/s a run)
 #   bash tools/gpu/batch.sh checks        # the counting checks, then the timed ones, alone
 #   bash tools/gpu/batch.sh correct       # pytest -m gpu, waits per update, a bf16 GPU run
 #                                         # resumed on the CPU (they count: load does not matter)
@@ -27,7 +30,8 @@
 #                                         # then watches it until UNTIL seconds (default 540);
 #                                         # GRID=experiments/paper-regime/pair.toml JOBS=2:
 #                                         # only ours and ours-unfrozen (a 15-minute loan);
-#                                         # TIMES=4: the 4x column (data/pydocs-x4, packed)
+#                                         # TIMES=4: the 4x column (data/pydocs-x4, packed);
+#                                         # PRECISION=bf16: its runs in bf16 (default fp32)
 #   bash tools/gpu/batch.sh transformer   # the same for experiments/transformer (its search,
 #                                         # then the six and the six with the unigram bias;
 #                                         # SEEDS default "1 2 3", JOBS default 6)
@@ -86,7 +90,8 @@ watch() {
 launch() {   # TABLE JOBS SEEDS: experiments/TABLE/run.sh in $W/TABLE, in its own session, none
   # of this call's output streams (the call returns, the table goes on)
   (cd $W/$1 && PYTHONPATH=$W/$1:/tmp/site LM="python3 -m lmlow.cli" PY=python3 JOBS=$2 SEEDS="$3" \
-      TOGETHER=${TOGETHER:-} GRID=${GRID:-} TIMES=${TIMES:-} exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep-$1.log 2>&1 < /dev/null &
+      TOGETHER=${TOGETHER:-} GRID=${GRID:-} TIMES=${TIMES:-} PRECISION=${PRECISION:-} \
+      exec setsid nohup bash experiments/$1/run.sh) > /tmp/sweep-$1.log 2>&1 < /dev/null &
   sleep 5
 }
 
@@ -110,6 +115,28 @@ transformer_table() {   # what it reads is in the tree: the bundled corpus, the 
   cp -r experiments/converged experiments/transformer $T/experiments/
   cp -r experiments/six/kenlm5 $T/experiments/six/
   launch transformer "$1" "$2"
+}
+
+regime_speed() {   # the paper regime's whole update (train_step.py, the GPU waited for at
+  # each end of a timing) in fp32 and bf16, one run alone, then three at once as a table would
+  # train them: whether a 15-minute loan can converge any of its runs (the CPU's pair took
+  # 163-165 epochs of 1.06M tokens; five fp32 runs at once ran at 86-103k tokens/s each)
+  [ -f .gpu/vectors.txt.xz ] || { echo "batch: .gpu has no paper-regime data (pack.sh)"; return 1; }
+  [ -d data/pydocs ] || tar xzf .gpu/pydocs.tgz
+  local V=/tmp/regime-vectors.100d.txt p n i
+  [ -f $V ] || xz -dc .gpu/vectors.txt.xz > $V
+  for p in fp32 bf16; do
+    for n in 1 3; do
+      for i in $(seq $n); do
+        timeout 150 python3 benchmarks/train_step.py data/pydocs --preset paper --set device=cuda \
+            --set precision=$p --set emb_size=100 --set hidden_size=256 --set layers=2 \
+            --set tie=False --set init=glove,glove-output --set embeddings=$V \
+            --set extend_vocab=True --steps 40 --repeats 3 > $R/regime-$p-x$n-$i.log 2>&1 &
+      done
+      wait
+      echo "paper regime, $p, $n at once:"; tail -qn 1 $R/regime-$p-x$n-*.log
+    done
+  done
 }
 
 device_info() {   # the GPU, its driver, torch and cuDNN, to $R/device.txt
@@ -175,10 +202,10 @@ session)
 loan)
   device_info
   transformer_speed
-  GRID=experiments/paper-regime/pair.toml paper_regime 2 1 || echo "batch: the pair did not start"
+  regime_speed
   gpu_tests
-  [ -z "$(tables)" ] || watch
   ;;
+regime-speed) regime_speed ;;
 checks) correct; speed ;;
 correct) correct ;;
 speed) speed ;;
@@ -192,5 +219,5 @@ transformer)
   watch
   ;;
 watch) watch ;;
-*) sed -n '2,45p' "$0"; exit 2 ;;
+*) sed -n '2,49p' "$0"; exit 2 ;;
 esac
