@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Where the training loss's time goes at a large vocabulary: each part of one chunk of
+``lmlow.loss.ChunkedSoftmaxCE`` timed alone (the logits' matmul, the bias, the softmax, the
+two gradient matmuls), with the matmuls' GFLOP/s, then the whole fused loss, forward and
+backward, on the rows of an update. At the paper regime's 61,115 words the loss is about 95% of
+an update (BENCHMARKS.md), so this says what a CPU's BLAS allows the update to reach.
+
+Usage: python benchmarks/loss_parts.py [--vocab 61115] [--dim 100] [--tokens 5600]
+           [--precision fp32|bf16] [--repeats 3]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from lmlow import loss as L  # noqa: E402
+
+
+def best_of(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vocab", type=int, default=61115)
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--tokens", type=int, default=5600, help="rows of an update (batch x BPTT)")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    torch.manual_seed(0)
+    mm = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    V, d, N = args.vocab, args.dim, args.tokens
+    rows = min(N, max(1, L.LOGIT_CHUNK_ELEMENTS // V))    # one chunk, as the loss takes it
+    h, w, b = torch.randn(rows, d).to(mm), torch.randn(V, d).to(mm), torch.randn(V)
+    logits, probs = torch.empty(rows, V), torch.empty(rows, V)
+    low = torch.empty(rows, V, dtype=mm)
+    ht, gwt, gh = torch.cat([h.t(), torch.ones(1, rows, dtype=mm)]), torch.zeros(d + 1, V), torch.empty(rows, d)
+    gflop = 2 * rows * d * V / 1e9
+    parts = [("logits = h W^T", lambda: torch.mm(h, w.t(), out=low), gflop),
+             ("+ bias", lambda: logits.add_(b), None),
+             ("softmax", lambda: torch.softmax(logits, -1, out=probs), None),
+             ("dh = G W", lambda: torch.mm(low, w), gflop),
+             ("dW^T += [h;1]^T G", lambda: gwt.add_(torch.mm(ht, low)) if mm != torch.float32
+              else gwt.addmm_(ht, low), gflop)]
+    print(f"{torch.get_num_threads()} threads, {args.precision}, V {V:,}, d {d}, a chunk of "
+          f"{rows} rows (of {N}); torch {torch.__version__}")
+    print("| part | ms a chunk | GFLOP/s |\n|---|---|---|")
+    total = 0.0
+    for name, fn, work in parts:
+        t = best_of(fn, args.repeats)
+        total += t
+        print(f"| {name} | {t * 1000:.1f} | {work / t:.1f} |" if work else f"| {name} | {t * 1000:.1f} | |")
+
+    class Decoder:    # what lm_loss reads of a model
+        decoder = torch.nn.Linear(d, V)
+    x, y = torch.randn(N, d, requires_grad=True), torch.randint(0, V, (N,))
+
+    def fused():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mm != torch.float32):
+            loss = L.lm_loss(Decoder, x, y)
+        loss.backward()
+    t = best_of(fused, args.repeats)
+    print(f"\nthe parts, scaled to {N} rows: {total * N / rows:.2f} s; the fused loss, forward and "
+          f"backward: {t:.2f} s ({N / t:,.0f} tokens/s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
