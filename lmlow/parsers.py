@@ -229,8 +229,9 @@ def _sweep_parser(sub) -> None:
     p = sub.add_parser("sweep", help="train a grid of configurations (one run folder each)",
                        description="Train every configuration of a grid, for each seed, as "
                        "ordinary `lmlow train` runs in SWEEP_DIR/CONFIG.seedN. Finished runs are "
-                       "skipped and interrupted ones resumed, so the same command continues a "
-                       "sweep. Grids (Kummerfeld et al. 2020): table1 (the 20 valid tying/"
+                       "skipped and interrupted ones resumed (with the precision, device, threads "
+                       "and budget this command gives; nothing else may differ), so the same "
+                       "command continues a sweep. Grids (Kummerfeld et al. 2020): table1 (the 20 valid tying/"
                        "freezing/pretraining combinations), six (section 3's six), unk (six x "
                        "K, --values 0,1,2,5), pretrain (six x each --embeddings file), datasize "
                        "(six x training fractions, --values 0.25,0.5,1), or a TOML file with "

@@ -84,3 +84,14 @@ def test_prebuilt_fixtures_are_the_fixtures_a_full_machine_makes(speech_corpus, 
     assert len(lines) > 100 and all(len(line.split()) == 25 for line in lines)   # word + 24
     again = subprocess.run([sys.executable, str(tool), str(out)], capture_output=True, text=True)
     assert again.returncode == 2 and "exists" in again.stderr
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_loss_parts_times_each_part_of_a_chunk_and_the_whole_loss(precision):
+    out = run("loss_parts.py", "--vocab", "300", "--dim", "8", "--tokens", "50", "--repeats", "1",
+              "--precision", precision)
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [r.split(" | ")[0][2:] for r in rows] == ["logits = h W^T", "+ bias", "softmax",
+                                                      "dh = G W", "dW^T += [h;1]^T G"]
+    assert all(float(r.split(" | ")[2].rstrip(" |")) > 0 for r in rows if "W" in r.split(" | ")[0])
+    assert f"{precision}, V 300, d 8" in out and "tokens/s)" in out
