@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Where the training loss's time goes at a large vocabulary: each part of one chunk of
 ``lmlow.loss.ChunkedSoftmaxCE`` timed alone (the logits' matmul, the bias, the softmax, the
-two gradient matmuls), with the matmuls' GFLOP/s, then the whole fused loss, forward and
-backward, on the rows of an update. At the paper regime's 61,115 words the loss is about 95% of
-an update (BENCHMARKS.md), so this says what a CPU's BLAS allows the update to reach.
+two gradient matmuls), with the matmuls' GFLOP/s, and on a CPU in fp32 the two matmuls the
+loss takes in blocks of words (``lmlow.loss.vocab_blocks``) as it runs them, then the whole
+fused loss, forward and backward, on the rows of an update. At the paper regime's 61,115
+words the loss is about 95% of an update (BENCHMARKS.md), so this says what a CPU's BLAS
+allows the update to reach.
 
 Usage: python benchmarks/loss_parts.py [--vocab 61115] [--dim 100] [--tokens 5600]
            [--precision fp32|bf16] [--repeats 3]
@@ -31,6 +33,16 @@ def best_of(fn, repeats: int) -> float:
     return min(times)
 
 
+def same(one, blocks, out) -> bool:
+    """Whether two ways of writing ``out`` (a part's lambda, from zero) give the same bits."""
+    results = []
+    for _, fn, _ in (one, blocks):
+        out.zero_()
+        fn()
+        results.append(out.clone())
+    return torch.equal(*results)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vocab", type=int, default=61115)
@@ -48,20 +60,34 @@ def main(argv=None) -> int:
     low = torch.empty(rows, V, dtype=mm)
     ht, gwt, gh = torch.cat([h.t(), torch.ones(1, rows, dtype=mm)]), torch.zeros(d + 1, V), torch.empty(rows, d)
     gflop = 2 * rows * d * V / 1e9
+    block = L.vocab_blocks(V, mm, torch.device("cpu"))
     parts = [("logits = h W^T", lambda: torch.mm(h, w.t(), out=low), gflop),
              ("+ bias", lambda: logits.add_(b), None),
              ("softmax", lambda: torch.softmax(logits, -1, out=probs), None),
              ("dh = G W", lambda: torch.mm(low, w), gflop),
              ("dW^T += [h;1]^T G", lambda: gwt.add_(torch.mm(ht, low)) if mm != torch.float32
               else gwt.addmm_(ht, low), gflop)]
+    if block:   # what the loss runs in place of the two one-call matmuls
+        blocked = [(f"logits = h W^T, {block} words a call",
+                    lambda: L.logits_into(low, h, w, block), gflop),
+                   (f"dW^T += [h;1]^T G, {block} words a call",
+                    lambda: L.add_product(gwt, ht, low, block), gflop)]
+    else:
+        blocked = []
     print(f"{torch.get_num_threads()} threads, {args.precision}, V {V:,}, d {d}, a chunk of "
           f"{rows} rows (of {N}); torch {torch.__version__}")
     print("| part | ms a chunk | GFLOP/s |\n|---|---|---|")
-    total = 0.0
-    for name, fn, work in parts:
+    times = []
+    for name, fn, work in parts + blocked:
         t = best_of(fn, args.repeats)
-        total += t
+        times.append(t)
         print(f"| {name} | {t * 1000:.1f} | {work / t:.1f} |" if work else f"| {name} | {t * 1000:.1f} | |")
+    if blocked:   # the parts as the loss runs them: its blocked matmuls in place of the two
+        times[0], times[4] = times[5], times[6]
+        print("\nblocks against one call, the same to the bit: logits "
+              f"{same(parts[0], blocked[0], low)}"
+              f", d loss / d W {same(parts[4], blocked[1], gwt)}")
+    total = sum(times[:5])
 
     class Decoder:    # what lm_loss reads of a model
         decoder = torch.nn.Linear(d, V)
@@ -72,8 +98,20 @@ def main(argv=None) -> int:
             loss = L.lm_loss(Decoder, x, y)
         loss.backward()
     t = best_of(fused, args.repeats)
-    print(f"\nthe parts, scaled to {N} rows: {total * N / rows:.2f} s; the fused loss, forward and "
-          f"backward: {t:.2f} s ({N / t:,.0f} tokens/s)")
+    if blocked:   # the whole loss and its gradients (fp32), blocks against one call
+        params, runs = (x, Decoder.decoder.weight, Decoder.decoder.bias), []
+        for words in (block, V):                        # V words: fewer than two blocks, one call
+            L.VOCAB_BLOCK = words
+            for p in params:
+                p.grad = None
+            loss = L.lm_loss(Decoder, x, y)
+            loss.backward()
+            runs.append([loss.detach()] + [p.grad for p in params])
+        L.VOCAB_BLOCK = block
+        print("the fused loss and its three gradients, blocks against one call, the same to the "
+              f"bit: {all(torch.equal(a, b) for a, b in zip(*runs))}")
+    print(f"\nthe parts as the loss runs them, scaled to {N} rows: {total * N / rows:.2f} s; "
+          f"the fused loss, forward and backward: {t:.2f} s ({N / t:,.0f} tokens/s)")
     return 0
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from lmlow.loss import VOCAB_BLOCK
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -86,12 +88,19 @@ def test_prebuilt_fixtures_are_the_fixtures_a_full_machine_makes(speech_corpus, 
     assert again.returncode == 2 and "exists" in again.stderr
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_loss_parts_times_each_part_of_a_chunk_and_the_whole_loss(precision):
-    out = run("loss_parts.py", "--vocab", "300", "--dim", "8", "--tokens", "50", "--repeats", "1",
-              "--precision", precision)
+@pytest.mark.parametrize("precision,vocab", [("fp32", 300), ("bf16", 300), ("fp32", 1200)])
+def test_loss_parts_times_each_part_of_a_chunk_and_the_whole_loss(precision, vocab):
+    """Every part timed, and at a vocabulary above two blocks in fp32 (1,200 words, blocks of
+    lmlow.loss.VOCAB_BLOCK) also the two matmuls as the loss runs them, block by block."""
+    out = run("loss_parts.py", "--vocab", str(vocab), "--dim", "8", "--tokens", "50",
+              "--repeats", "1", "--precision", precision)
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert [r.split(" | ")[0][2:] for r in rows] == ["logits = h W^T", "+ bias", "softmax",
-                                                      "dh = G W", "dW^T += [h;1]^T G"]
+    names = ["logits = h W^T", "+ bias", "softmax", "dh = G W", "dW^T += [h;1]^T G"]
+    if vocab > 2 * VOCAB_BLOCK and precision == "fp32":
+        names += [f"logits = h W^T, {VOCAB_BLOCK} words a call",
+                  f"dW^T += [h;1]^T G, {VOCAB_BLOCK} words a call"]
+        assert "blocks against one call, the same to the bit: logits " in out
+        assert "the fused loss and its three gradients, blocks against one call" in out
+    assert [r.split(" | ")[0][2:] for r in rows] == names
     assert all(float(r.split(" | ")[2].rstrip(" |")) > 0 for r in rows if "W" in r.split(" | ")[0])
-    assert f"{precision}, V 300, d 8" in out and "tokens/s)" in out
+    assert f"{precision}, V {vocab:,}, d 8" in out and "tokens/s)" in out

@@ -126,14 +126,21 @@ def make_prior(kind):
     return unigram_prior() if kind == "unigram" else None
 
 
+@pytest.mark.parametrize("vocab_block", [None, 10], ids=["one-matmul", "10-word-blocks"])
 @pytest.mark.parametrize("chunk_rows", [None, 7, 1], ids=["one-chunk", "7-row-chunks", "1-row-chunks"])
 @pytest.mark.parametrize("eps,kind", CASES, ids=[f"eps{e}-{k}" for e, k in CASES])
-def test_loss_and_gradients_equal_autograd_cross_entropy(monkeypatch, eps, kind, chunk_rows):
+def test_loss_and_gradients_equal_autograd_cross_entropy(monkeypatch, eps, kind, chunk_rows,
+                                                         vocab_block):
     """Loss, d/dh, d/dW and d/db equal float64 autograd on F.cross_entropy (uniform smoothing:
     its label_smoothing=eps) or (1-eps) nll + eps (-sum prior log_softmax) (unigram prior),
-    with one chunk and with several (30 rows in chunks of 7: the last one partial; or 1)."""
+    with one chunk and with several (30 rows in chunks of 7: the last one partial; or 1), and
+    with the CPU's fp32 matmuls in one call or in blocks of 10 words (the last one 7)."""
     if chunk_rows:
         monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * chunk_rows)
+    if vocab_block:
+        monkeypatch.setattr(lmlow.loss, "VOCAB_BLOCK", vocab_block)
+    assert (lmlow.loss.vocab_blocks(V, torch.float32, torch.device("cpu")) is None) \
+        == (vocab_block is None)                      # the blocks are taken where asked for
     m, (h, y), prior = untied(), inputs(), make_prior(kind)
     prior_arg = prior.float() if prior is not None else None
     got = fused(m, h, y, eps, prior_arg, scale=2.5)    # backward must scale by the upstream grad
