@@ -57,9 +57,8 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device) -> int | 
     slice stays in cache; at 61k words the logits ran 1.05-1.40x and d loss / d W 1.11-1.29x
     as fast on an AMD EPYC core without AVX-512, and the loss and its gradients came out the
     same to the bit (each value is still one sum over d or over the rows; BENCHMARKS.md, "The
-    loss in blocks of words").
-    None (one call) elsewhere: on a GPU more calls are only more launches, and bf16 runs
-    oneDNN's kernels, not measured blocked."""
+    loss in blocks of words"). None (one call) elsewhere: on a GPU more calls are only more
+    launches, and bf16 runs oneDNN's kernels, not measured blocked."""
     if device.type == "cpu" and dtype == torch.float32 and vocab > 2 * VOCAB_BLOCK:
         return VOCAB_BLOCK
     return None
