@@ -55,8 +55,8 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device) -> int | 
     """How many words each of the loss's two matmuls with a (rows, V) side (the logits, and
     d loss / d W) takes at a time. On a CPU in fp32: ``VOCAB_BLOCK`` words a call, so that W's
     slice stays in cache; at 61k words the logits ran 1.05-1.40x and d loss / d W 1.11-1.29x
-    as fast on an AMD EPYC core without AVX-512, and the loss and its gradients came out the
-    same to the bit (each value is still one sum over d or over the rows; BENCHMARKS.md, "The
+    as fast on an AMD EPYC core without AVX-512 (scoring's logits with their bias 1.45x), and
+    the loss, its gradients and the scores came out the same to the bit (each value is still one sum over d or over the rows; BENCHMARKS.md, "The
     loss in blocks of words"). None (one call) elsewhere: on a GPU more calls are only more
     launches, and bf16 runs oneDNN's kernels, not measured blocked."""
     if device.type == "cpu" and dtype == torch.float32 and vocab > 2 * VOCAB_BLOCK:
@@ -64,13 +64,17 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device) -> int | 
     return None
 
 
-def logits_into(out: torch.Tensor, h: torch.Tensor, w: torch.Tensor, block: int | None) -> None:
-    """``out = h @ w.T``, ``block`` words of ``w`` at a time (None: at once)."""
-    if block is None:
-        torch.mm(h, w.t(), out=out)
-        return
-    for v in range(0, w.size(0), block):
-        torch.mm(h, w[v:v + block].t(), out=out[:, v:v + block])
+def logits_into(out: torch.Tensor, h: torch.Tensor, w: torch.Tensor, block: int | None,
+                bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``out = h @ w.T`` (with ``bias``: ``bias + h @ w.T`` as one ``addmm``, what
+    ``nn.Linear`` computes), ``block`` words of ``w`` at a time (None: at once)."""
+    for v in range(0, w.size(0), block or max(1, w.size(0))):
+        part = slice(v, v + block) if block else slice(None)
+        if bias is None:
+            torch.mm(h, w[part].t(), out=out[:, part])
+        else:
+            torch.addmm(bias[part], h, w[part].t(), out=out[:, part])
+    return out
 
 
 def add_product(acc: torch.Tensor, a: torch.Tensor, g: torch.Tensor, block: int | None) -> None:

@@ -196,16 +196,20 @@ def test_a_later_update_on_the_cpu_allocates_no_logits(monkeypatch, precision):
         assert_close(got, w, what, **tol)
 
 
+@pytest.mark.parametrize("vocab_block", [None, 10], ids=["one-matmul", "10-word-blocks"])
 @pytest.mark.parametrize("bias_scale", [1.0, 0.3])
-def test_scoring_again_on_the_cpu_allocates_no_scores(monkeypatch, bias_scale):
+def test_scoring_again_on_the_cpu_allocates_no_scores(monkeypatch, bias_scale, vocab_block):
     """lmlow.evaluate.log_probs writes the scores and their log-softmax into kept buffers:
     scoring a stream a second time allocates no (rows, V) tensor, and the per-token numbers
-    are those of log_softmax over W h + lambda b computed afresh (float64 here)."""
+    are those of log_softmax over W h + lambda b computed afresh (float64 here), with the
+    scores' matmul in one call or in blocks of 10 words."""
     import numpy as np
 
     from lmlow.evaluate import lstm_logprobs
 
     monkeypatch.setattr(lmlow.loss, "_SCRATCH", {})
+    if vocab_block:
+        monkeypatch.setattr(lmlow.loss, "VOCAB_BLOCK", vocab_block)
     m = untied().eval()
     ids = np.random.RandomState(3).randint(1, V, 200)
     ids[::9] = 0
