@@ -21,6 +21,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call
 
+from lmlow.loss import logits_into, vocab_blocks
+
 INIT_RANGE = 0.1  # uniform(-0.1, 0.1), as the reference model initialises embeddings
 
 
@@ -211,8 +213,6 @@ def scaled_logits(decoder: nn.Linear, output: torch.Tensor, bias_scale: float = 
     ``out``: a (rows, vocabulary) buffer to write the scores of 2-d ``output`` into (scoring
     on a CPU keeps one, :func:`lmlow.evaluate.log_probs`), with the same numbers, in blocks of
     words where the loss takes them (:func:`lmlow.loss.vocab_blocks`: the same bits, faster)."""
-    from lmlow.loss import logits_into, vocab_blocks
-
     if out is None:
         if bias_scale == 1.0:
             return decoder(output)
