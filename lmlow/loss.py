@@ -55,10 +55,11 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device) -> int | 
     """How many words each of the loss's two matmuls with a (rows, V) side (the logits, and
     d loss / d W) takes at a time. On a CPU in fp32: ``VOCAB_BLOCK`` words a call, so that W's
     slice stays in cache; at 61k words the logits ran 1.05-1.40x and d loss / d W 1.11-1.29x
-    as fast on an AMD EPYC core without AVX-512 (scoring's logits with their bias 1.45x), and
-    the loss, its gradients and the scores came out the same to the bit (each value is still one sum over d or over the rows; BENCHMARKS.md, "The
-    loss in blocks of words"). None (one call) elsewhere: on a GPU more calls are only more
-    launches, and bf16 runs oneDNN's kernels, not measured blocked."""
+    as fast on an AMD EPYC core without AVX-512 (scoring 1.35x), and the loss, its gradients
+    and the scores came out the same to the bit (each value is still one sum over d or over
+    the rows; BENCHMARKS.md, "The loss in blocks of words"). None (one call) elsewhere: on a
+    GPU more calls are only more launches, and bf16 runs oneDNN's kernels, not measured
+    blocked."""
     if device.type == "cpu" and dtype == torch.float32 and vocab > 2 * VOCAB_BLOCK:
         return VOCAB_BLOCK
     return None
