@@ -65,12 +65,17 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device) -> int | 
     return None
 
 
+def word_slices(vocab: int, block: int | None) -> list[slice]:
+    """The slices of the vocabulary a matmul takes one call each: ``block`` words at a time,
+    or all at once (None)."""
+    return [slice(None)] if block is None else [slice(v, v + block) for v in range(0, vocab, block)]
+
+
 def logits_into(out: torch.Tensor, h: torch.Tensor, w: torch.Tensor, block: int | None,
                 bias: torch.Tensor | None = None) -> torch.Tensor:
     """``out = h @ w.T`` (with ``bias``: ``bias + h @ w.T`` as one ``addmm``, what
     ``nn.Linear`` computes), ``block`` words of ``w`` at a time (None: at once)."""
-    for v in range(0, w.size(0), block or max(1, w.size(0))):
-        part = slice(v, v + block) if block else slice(None)
+    for part in word_slices(w.size(0), block):
         if bias is None:
             torch.mm(h, w[part].t(), out=out[:, part])
         else:
@@ -80,11 +85,8 @@ def logits_into(out: torch.Tensor, h: torch.Tensor, w: torch.Tensor, block: int 
 
 def add_product(acc: torch.Tensor, a: torch.Tensor, g: torch.Tensor, block: int | None) -> None:
     """``acc += a @ g``, ``block`` columns of ``g`` at a time (None: at once)."""
-    if block is None:
-        acc.addmm_(a, g)
-        return
-    for v in range(0, g.size(1), block):
-        acc[:, v:v + block].addmm_(a, g[:, v:v + block])
+    for part in word_slices(g.size(1), block):
+        acc[:, part].addmm_(a, g[:, part])
 
 
 def lm_loss(model, output: torch.Tensor, targets: torch.Tensor, label_smoothing: float = 0.0,
