@@ -27,7 +27,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from lmlow.files import atomic_write_text
+from lmlow.files import atomic_write_text, make_folder
 from lmlow.plots import plot_validation_curves
 from lmlow.sweepdir import SweepDir
 
@@ -74,7 +74,7 @@ def _demo(args) -> int:
     from lmlow.rundir import RunDir, maps_of
     from lmlow.runs import evaluation
 
-    args.out.mkdir(parents=True, exist_ok=True)
+    make_folder(args.out)
     corpus = _quarter(args.out / "corpus")
     vectors = _vectors(args.out / "vectors.100d.txt", corpus, args.glove_epochs)
     names = _train_lstms(args, corpus, vectors)

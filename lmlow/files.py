@@ -97,9 +97,11 @@ def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces ``path`` in one rename, on
     failure it is removed and ``path`` is untouched. The temporary name is created afresh
     (a link planted under it is removed first, not written through); the rename replaces a
-    link at ``path`` itself, never what it points to."""
+    link at ``path`` itself, never what it points to. Missing folders above ``path`` are
+    created, and removed again if the write fails."""
     path = Path(path)
     tmp = temporary_path(path)
+    created = make_folder(path.parent)
     try:
         if os.path.lexists(tmp):
             os.unlink(tmp)
@@ -113,6 +115,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
         raise LmlowError(f"{path}: cannot write ({e.strerror or e})") from None
     finally:
         tmp.unlink(missing_ok=True)
+        if not os.path.lexists(path):
+            remove_if_empty(created)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -190,18 +194,27 @@ def missing_parents(folder: Path) -> list[Path]:
 
 def make_folder(folder: Path) -> list[Path]:
     """Create ``folder`` (and its parents) with a one-line error where that is not possible
-    (read-only, full, a file in the way); returns the folders it created."""
+    (read-only, full, a file or a dangling link in the way); returns the folders it created."""
     created = missing_parents(folder)
     try:
         Path(folder).mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise LmlowError(f"{folder}: exists and is not a folder") from None
+        raise not_a_folder(created[-1].parent if created else Path(folder)) from None
     except OSError as e:
         if e.errno not in WRITE_ERRORS and e.errno != errno.ENOTDIR:
             raise
         remove_if_empty(created)
         raise LmlowError(f"{folder}: cannot create the folder ({e.strerror})") from None
     return created
+
+
+def not_a_folder(path: Path) -> LmlowError:
+    """The one line for a name where a folder must be: a symbolic link to nothing (mkdir
+    would say "File exists") or something that is not a folder."""
+    if os.path.islink(path) and not os.path.exists(path):
+        return LmlowError(f"{path}: a symbolic link to {os.readlink(path)}, which does not "
+                          "exist; create that folder or choose another output")
+    return LmlowError(f"{path}: exists and is not a folder")
 
 
 def remove_if_empty(folders: list[Path]) -> None:
@@ -312,9 +325,18 @@ def remove_if_owner_gone(paths) -> list[Path]:
 
 
 def refuse_overwrite(paths, force: bool) -> None:
-    """Nothing the user made is overwritten unless they said --force."""
-    if force:
-        return
+    """Nothing the user made is overwritten unless they said --force; and, before any work,
+    each path's folder can be made (no file or dangling link where a folder must be)."""
     for p in map(Path, paths):
-        if p.exists():
+        if not force and p.exists():
             raise LmlowError(f"{p} exists; pass --force to overwrite it")
+        check_folder_possible(p.parent)
+
+
+def check_folder_possible(folder: Path) -> None:
+    """Refuse, before any work, a ``folder`` that :func:`make_folder` could not make because
+    the first name on its path that exists is not a folder (a file, a dangling link)."""
+    missing = missing_parents(folder)
+    base = missing[-1].parent if missing else Path(folder)
+    if not os.path.isdir(base):
+        raise not_a_folder(base)

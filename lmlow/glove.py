@@ -260,7 +260,6 @@ def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:
     out = Path(out)
     npz = out.with_suffix(".npz")
     refuse_overwrite([out, npz], force)
-    out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out) as tmp:
         kv.save_word2vec_format(str(tmp), write_header=False)
     save_npz(kv, npz)

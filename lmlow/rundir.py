@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.files import (atomic_write_json, open_own, read_json, read_jsonl, refuse_link,
-                         remove_if_owner_gone)
+from lmlow.files import (atomic_write_json, make_folder, open_own, read_json, read_jsonl,
+                         refuse_link, remove_if_owner_gone)
 
 LSTM, NGRAM = "lstm", "ngram"
 _HELD: set[Path] = set()       # lock files this process holds (flock: one per open file)
@@ -258,9 +258,7 @@ class RunDir:
                    or p.name.startswith("lmplz-tmp-") for p in self.path.iterdir())
 
     def create(self) -> "RunDir":
-        if self.path.exists() and not self.path.is_dir():
-            raise LmlowError(f"{self.path}: exists and is not a folder")
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path)
         return self
 
     def refuse_links(self) -> None:

@@ -22,7 +22,7 @@ from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, Config, EmbeddingR
                           build_config, check_settings, check_values, ignored_by, load_table,
                           same_run_differs, setting, table1_configurations)
 from lmlow.errors import Interrupted, LmlowError, caught_signals
-from lmlow.files import atomic_write_json, read_json
+from lmlow.files import atomic_write_json, make_folder, read_json
 from lmlow.flags import int_list, str_list
 from lmlow.rundir import RunDir, RunLocked
 from lmlow.sweepdir import SweepDir
@@ -278,7 +278,7 @@ def record_plan(runs: list[Run], out: Path) -> None:
     and replaces those of the same name in their place (so that the file, often committed,
     changes only where the plan does), so a report never calls a partial table complete."""
     runs = [as_started(r, out) for r in runs]
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     new = {r.folder: r for r in runs}
     merged = [new.pop(r.folder, r) for r in load_plan(out) or []] + list(new.values())
     atomic_write_json(SweepDir(out).plan_file, [r.__dict__ for r in merged])

@@ -2,6 +2,7 @@
 (lmlow's own check) or 2 (argparse's), one line on stderr naming the offending file, line or
 flag, no traceback, and (where it had an output) nothing left behind."""
 import gzip
+import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from conftest import cli, write_corpus
 # Placeholders: C corpus, R LSTM run, N n-gram run, V vectors, X nowhere, O a fresh output
 # path, F an existing plain file, B a non-UTF-8 corpus, NAN NaN vectors, T a TOML file with
 # lr = "fast", U a TOML file with an unknown key, G a malformed grid file, K a pickle, D an
-# empty folder, M the corpus with its train split changed.
+# empty folder, M the corpus with its train split changed, L a link to nothing.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -164,6 +165,22 @@ CASES = [
     (["generate", "R", "--words", "-1"], "--words", None),
     (["bias-sweep", "R", "--lambdas", "1,1"], "--lambdas", None),
     (["bias-sweep", "R", "--lambdas", "1,nan"], "--lambdas", None),
+    # an output where the first name that exists is a dangling link (mkdir's "File exists"
+    # came out as a traceback from train, ngram, sweep, embed and vocab) or a file; embed
+    # refuses it before it trains
+    (["train", "C", "--out", "L", "--preset", "tiny"], "L: a symbolic link to", None),
+    (["train", "C", "--out", "L/run", "--preset", "tiny"], "L: a symbolic link to", None),
+    (["ngram", "C", "--out", "L"], "L: a symbolic link to", None),
+    (["sweep", "C", "--grid", "six", "--embeddings", "V", "--preset", "tiny", "--out", "L"],
+     "L: a symbolic link to", None),
+    (["prepare", "C/train.txt", "--out", "L"], "L: a symbolic link to", None),
+    (["unk", "C", "--out", "L"], "L: a symbolic link to", None),
+    (["embed", "C/train.txt", "--out", "L/v.txt"], "L: a symbolic link to", None),
+    (["vocab", "C", "--out", "L/v.txt"], "L: a symbolic link to", None),
+    (["vocab", "C", "--out", "F/v.txt"], "F: exists and is not a folder", None),
+    (["analyze", "R", "--out", "L"], "L: a symbolic link to", None),
+    (["bias-sweep", "R", "--out", "L"], "L: a symbolic link to", None),
+    (["compare", "R", "--out", "L"], "L: a symbolic link to", None),
 ]
 
 
@@ -196,10 +213,11 @@ def places(speech_corpus, tmp_path_factory):
     (root / "file.txt").write_text("not a folder\n")
     (root / "vectors.kv").write_bytes(b"\x80\x04K\x01.")      # a pickle (of the number 1)
     (root / "empty").mkdir()
+    (root / "dangling").symlink_to(root / "gone")
     return {"C": speech_corpus, "R": run, "N": ngram, "V": vec, "NAN": nan, "B": bad,
             "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
-            "X": root / "nowhere", "root": root}
+            "X": root / "nowhere", "L": root / "dangling", "root": root}
 
 
 def _snapshot(root) -> dict:
@@ -207,7 +225,8 @@ def _snapshot(root) -> dict:
     truncated or appended to a fixture changes it, not only one that added or removed one.
     (Checked: load_vectors made to append a byte to its file fails two cases; comparing
     names, the old check passed them.)"""
-    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
+    return {str(p.relative_to(root)): (os.readlink(p) if p.is_symlink() else
+                                       None if p.is_dir() else p.read_bytes())
             for p in sorted(root.rglob("*")) if not p.name.endswith(".lock")}
 
 

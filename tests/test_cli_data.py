@@ -20,10 +20,11 @@ def test_prepare_vocab_unk_stats(tmp_path, cache):
     rep = json.loads(r.stdout)
     assert rep["splits"]["valid"]["tokens"] > 0.1 * rep["tokens"]
 
-    r = lmlow("vocab", out, "--unk-threshold", "2", "--out", tmp_path / "v.txt", "--counts",
+    listing = tmp_path / "lists" / "k2" / "v.txt"    # folders vocab makes (once a traceback)
+    r = lmlow("vocab", out, "--unk-threshold", "2", "--out", listing, "--counts",
               "--json", cache=cache, check=True)
     summary = json.loads(r.stdout)
-    lines = (tmp_path / "v.txt").read_text().splitlines()
+    lines = listing.read_text().splitlines()
     counts = [int(l.split("\t")[1]) for l in lines]
     assert len(lines) == summary["vocabulary_size"] and counts == sorted(counts, reverse=True)
     assert all(int(l.split("\t")[1]) >= 2 for l in lines if l.split("\t")[0] not in ("<unk>", "<eos>"))
