@@ -76,6 +76,10 @@ def load_vectors(path: Path, allow_pickle: bool = False):
                          f"infinite values ({len(bad)} such vectors)")
     if len(kv) == 0:
         raise LmlowError(f"{path}: no vectors")
+    if kv.vector_size == 0:        # gensim reads a file of bare words as 0-d vectors
+        where = f":{1 + (fmt == 'word2vec-text')}" if fmt in ("glove", "word2vec-text") else ""
+        raise LmlowError(f"{path}{where}: {kv.index_to_key[0]!r} has no values; a vector line "
+                         "is a word and its numbers")
     return kv
 
 

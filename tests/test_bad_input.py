@@ -15,7 +15,8 @@ from conftest import cli, write_corpus
 # Placeholders: C corpus, R LSTM run, N n-gram run, V vectors, X nowhere, O a fresh output
 # path, F an existing plain file, B a non-UTF-8 corpus, NAN NaN vectors, T a TOML file with
 # lr = "fast", U a TOML file with an unknown key, G a malformed grid file, K a pickle, D an
-# empty folder, M the corpus with its train split changed, L a link to nothing.
+# empty folder, M the corpus with its train split changed, L a link to nothing, W a
+# vectors file of words without values.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -34,6 +35,8 @@ CASES = [
     (["vocab", "C", "--out", "F"], "exists; pass --force", None),
     (["vocab", "C", "--embeddings", "NAN"], "NaN", None),
     (["vocab", "C", "--embeddings", "K"], "--allow-pickle", None),
+    (["vocab", "C", "--embeddings", "W"], "W:1: 'the' has no values", None),   # 0-d vectors
+    (["train", "C", "--out", "O", "--init", "glove", "--embeddings", "W"], "W:1:", "O"),
     (["vocab", "B"], "not valid UTF-8", None),
     (["unk", "C", "--out", "C", "--force"], "must differ from the corpus folder", None),
     (["unk", "C", "--out", "O", "--threshold", "x"], "--threshold", "O"),
@@ -214,10 +217,12 @@ def places(speech_corpus, tmp_path_factory):
     (root / "vectors.kv").write_bytes(b"\x80\x04K\x01.")      # a pickle (of the number 1)
     (root / "empty").mkdir()
     (root / "dangling").symlink_to(root / "gone")
+    (root / "words.txt").write_text("the\nof\n")           # words without values
     return {"C": speech_corpus, "R": run, "N": ngram, "V": vec, "NAN": nan, "B": bad,
             "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
-            "X": root / "nowhere", "L": root / "dangling", "root": root}
+            "X": root / "nowhere", "L": root / "dangling",
+            "W": root / "words.txt", "root": root}
 
 
 def _snapshot(root) -> dict:
