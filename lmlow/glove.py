@@ -48,6 +48,10 @@ from lmlow.files import atomic_path, pid_alive, refuse_overwrite
 from lmlow.progress import epochs_bar, progress
 
 RAW_UNK = "<lmlow-text-unk>"   # a literal <unk> of the text, renamed: the tool reserves <unk>
+# Stanford GloVe reads a word into a buffer of 1000 bytes: a longer one (a base64 blob, a
+# minified line) overran it and the tools went on to diverge, reported as a learning rate
+# problem. Such words get no vector and are left out of the text the tools read.
+GLOVE_MAX_BYTES = 1000
 
 
 @dataclass
@@ -93,14 +97,19 @@ class GloveReport:
     peak_memory_mb: float     # the largest of lmlow and the GloVe tools
     config: dict
     costs: list[float] = field(default_factory=list)   # weighted squared error per epoch
+    too_long: int = 0          # words over GLOVE_MAX_BYTES left out (no vector)
+    too_long_first: str = ""   # FILE:LINE of the first of them
 
     def text(self) -> str:
-        """What `lmlow embed` prints: size, time of each stage, final cost, peak memory."""
+        """What `lmlow embed` prints: size, time of each stage, final cost, peak memory, and
+        the words too long for GloVe if there were any."""
         cost = self.costs[-1] if self.costs else float("nan")
+        skipped = (f"\n{self.too_long} words longer than {GLOVE_MAX_BYTES} bytes (GloVe's limit) "
+                   f"have no vector; the first at {self.too_long_first}") if self.too_long else ""
         return (f"{self.vocabulary} words x {self.config['dim']} dims from {self.tokens} tokens "
                 f"({self.cooccurrences} co-occurring pairs); counting {self.seconds_counting:.0f}s, "
                 f"{self.config['epochs']} epochs {self.seconds_training:.0f}s (final cost "
-                f"{cost:.4f}); peak memory {self.peak_memory_mb:.0f} MB")
+                f"{cost:.4f}); peak memory {self.peak_memory_mb:.0f} MB{skipped}")
 
 
 def tool(name: str) -> str:
@@ -110,9 +119,16 @@ def tool(name: str) -> str:
 
 def glove_vocabulary(counts: Counter, min_count: int) -> dict[str, int]:
     """Words kept by the minimum count, in count order then alphabetical (as GloVe's
-    vocab_count sorts them); a literal ``<unk>`` of the text is a word like any other."""
-    kept = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    vocab_count sorts them), without those GloVe cannot hold (:func:`too_long`); a literal
+    ``<unk>`` of the text is a word like any other."""
+    kept = sorted((w for w, c in counts.items() if c >= min_count and not too_long(w)),
+                  key=lambda w: (-counts[w], w))
     return {w: i for i, w in enumerate(kept)}
+
+
+def too_long(word: str) -> bool:
+    """Longer than GloVe's word buffer (``GLOVE_MAX_BYTES`` bytes of UTF-8)."""
+    return len(word) > GLOVE_MAX_BYTES // 4 and len(word.encode("utf-8")) > GLOVE_MAX_BYTES
 
 
 def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progress: bool = True,
@@ -138,7 +154,9 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=work_dir) as tmp:
         tmp = Path(tmp)
         _write_vocab(vocab, counts, tmp / "glove-vocab.txt")
-        _write_text(texts, tmp / "text.txt", sum(counts.values()), show_progress, cfg.eos)
+        drop = {w for w in counts if too_long(w)}
+        first = _write_text(texts, tmp / "text.txt", sum(counts.values()), show_progress,
+                            cfg.eos, drop)
         _run([tool("glove-cooccur"), tmp / "text.txt", tmp / "glove-vocab.txt", tmp / "cooc.bin",
               cfg.window, tmp / "overflow", cfg.memory], "counting co-occurrences", show_progress)
         (tmp / "text.txt").unlink()
@@ -154,7 +172,8 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
     report = GloveReport(len(kv), sum(counts.values()), pairs, round(t1 - t0, 1), round(t2 - t1, 1),
                          round(peak), asdict(cfg) | {"epochs": cfg.resolved_epochs(),
-                                                     "threads": threads}, costs)
+                                                     "threads": threads}, costs,
+                         len(drop), first)
     return kv, report
 
 
@@ -179,15 +198,21 @@ def _write_vocab(vocab: dict[str, int], counts: Counter, path: Path) -> None:
 
 
 def _write_text(texts: list[Path], out: Path, total: int, show_progress: bool,
-                eos: bool = True) -> None:
-    """One plain text for the tools: decompressed, blank lines gone, ``<unk>`` renamed, each
-    line ended by ``<eos>`` if ``eos``."""
+                eos: bool = True, drop: set[str] = frozenset()) -> str:
+    """One plain text for the tools: decompressed, blank lines gone, ``<unk>`` renamed, the
+    words in ``drop`` left out, each line ended by ``<eos>`` if ``eos``. Returns FILE:LINE of
+    the first word dropped ("" if none)."""
     end = f" {EOS}\n" if eos else "\n"
+    first = ""
     with open(out, "w", encoding="utf-8") as f, progress("GloVe text", show_progress, total) as bar:
         for path in texts:
-            for _, tokens in iter_lines(path):
+            for lineno, tokens in iter_lines(path):
+                if drop and not drop.isdisjoint(tokens):
+                    first = first or f"{path}:{lineno}"
+                    tokens = [t for t in tokens if t not in drop]
                 f.write(" ".join(RAW_UNK if t == UNK else t for t in tokens) + end)
                 bar.tokens(len(tokens) + eos)
+    return first
 
 
 def _run(cmd: list, what: str, show_progress: bool) -> str:

@@ -102,3 +102,22 @@ def test_every_line_end_gets_an_eos_vector_unless_asked_not_to(tmp_path):
     r = subprocess.run([sys.executable, "-m", "lmlow.cli", "embed", "--help"], capture_output=True,
                        text=True)
     assert "--eos {yes,no}" in r.stdout
+
+
+def test_a_word_too_long_for_glove_gets_no_vector_and_is_named(tmp_path):
+    """Stanford GloVe holds a word in 1000 bytes: a 1001-byte word (a base64 blob in a
+    technical text) overran its buffer and training ended in "GloVe diverged; lower
+    --learning-rate". Now such a word is left out, with its count and first FILE:LINE in the
+    report; a word of exactly 1000 bytes (500 two-byte letters) still gets its vector."""
+    import gzip
+    with gzip.open(PRETRAIN, "rt", encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for _, line in zip(range(3000), f) if line.strip()]
+    fits, over = "\u00e9" * 500, "x" * 1001
+    text = tmp_path / "t.txt"
+    text.write_text("".join(f"{line} {fits} {over if i >= 7 and i % 5 == 2 else ''}\n"
+                            for i, line in enumerate(lines)), encoding="utf-8")
+    kv, rep = train_glove([text], GloveConfig(dim=16, epochs=3, threads=1), show_progress=False)
+    assert np.isfinite(rep.costs).all() and fits in kv.key_to_index
+    assert over not in kv.key_to_index and (rep.too_long, rep.too_long_first) == (1, f"{text}:8")
+    assert "1 words longer than 1000 bytes (GloVe's limit) have no vector; the first at " \
+        f"{text}:8" in rep.text()
