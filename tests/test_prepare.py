@@ -53,6 +53,12 @@ def test_split_sizes_are_met_by_whole_documents_and_seeded():
 def test_split_needs_enough_documents():
     with pytest.raises(LmlowError, match="not enough documents"):
         assign_splits([10, 10], 0.1, 0.1, seed=1)
+    # a fraction too small to round to one token used to give an empty split silently (one
+    # 3-token document: valid and test written empty, train then refused valid.txt)
+    with pytest.raises(LmlowError, match=r"not enough documents \(1\)"):
+        assign_splits([3], 0.1, 0.1, seed=1)
+    assert assign_splits([3, 3, 3], 0.1, 0.1, seed=1).count("train") == 1
+    assert assign_splits([3], 0.0, 0, seed=1) == ["train"]        # asked for no held-out text
 
 
 def test_parse_size():

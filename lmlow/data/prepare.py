@@ -266,10 +266,12 @@ def assign_splits(doc_tokens: list[int], valid, test, seed: int) -> list[str]:
     """Choose a split for each document: test first, then valid, in a seeded random order.
 
     Documents are drawn until each held-out split reaches its size in tokens (a fraction of
-    all tokens or a count); the rest is train. Deterministic for a given seed.
+    all tokens or a count; a fraction above 0 asks for at least one token, so that a text too
+    small for it is refused rather than given an empty split); the rest is train.
+    Deterministic for a given seed.
     """
     total = sum(doc_tokens)
-    want = {s: (round(v * total) if isinstance(v, float) else v) for s, v in
+    want = {s: (max(round(v * total), v > 0) if isinstance(v, float) else v) for s, v in
             (("test", test), ("valid", valid))}
     order = array("q", range(len(doc_tokens)))      # 8 bytes a document, not a Python int
     random.Random(seed).shuffle(order)
