@@ -40,6 +40,10 @@ CASES = [
     (["vocab", "B"], "not valid UTF-8", None),
     (["unk", "C", "--out", "C", "--force"], "must differ from the corpus folder", None),
     (["unk", "C", "--out", "O", "--threshold", "x"], "--threshold", "O"),
+    # a K above every word's count (once a model of <unk> and <eos>, valid perplexity 1.99)
+    (["unk", "C", "--out", "O", "--threshold", "100000000"], "UNK threshold 100000000", "O"),
+    (["train", "C", "--out", "O", "--unk-threshold", "100000000"], "every token would be <unk>", "O"),
+    (["ngram", "C", "--out", "O", "--unk-threshold", "100000000"], "every token would be <unk>", "O"),
     (["stats", "C", "--thresholds", "1,x"], "--thresholds", None),
     (["stats", "C", "--pretrain", "X/p.txt"], "X/p.txt: no such file", None),
     (["stats", "D"], "missing train.txt", None),

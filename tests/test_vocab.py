@@ -31,7 +31,7 @@ def test_order_is_count_then_word_and_train_only(corpus_dir):
     (1, {"the", "of", "union", "congress", "senate"}, 1),
     (2, {"the", "of", "union", "congress"}, 2),          # senate (1) replaced
     (3, {"the", "of"}, 6),                               # + union (2), congress (2)
-    (5, set(), 13),                                      # the (4), of (3) too
+    (4, {"the"}, 9),                                     # + of (3)
 ])
 def test_unk_rule_threshold(corpus_dir, k, vocab_words, unk_count):
     c = Corpus(corpus_dir, unk_threshold=k, show_progress=False)
@@ -39,6 +39,13 @@ def test_unk_rule_threshold(corpus_dir, k, vocab_words, unk_count):
     assert c.vocab.counts[c.vocab.unk_id] == unk_count
     # every split is read with the same rule: encoded train has exactly unk_count <unk>
     assert int(np.sum(c.encode("train").ids == c.vocab.unk_id)) == unk_count
+
+
+def test_a_threshold_above_every_count_is_refused(corpus_dir):
+    """K=5 replaced every word (the most frequent, 'the', occurs 4 times): a model of <unk>
+    and <eos> alone, whose perplexity (about 2) looked like a result."""
+    with pytest.raises(LmlowError, match=r"UNK threshold 5: .*'the', occurs 4 times"):
+        Corpus(corpus_dir, unk_threshold=5, show_progress=False).vocab
 
 
 def test_valid_words_unseen_in_train_are_oov_at_k0_and_replaced_at_k1(corpus_dir):

@@ -291,6 +291,7 @@ class Corpus:
     def write_unk_replaced(self, out_dir: Path) -> dict[str, SplitStats]:
         """Write each split with the UNK rule applied (for tools that read text, e.g. KenLM)."""
         out_dir = Path(out_dir)
+        _ = self.vocab                            # a K no word reaches is refused before mkdir
         out_dir.mkdir(parents=True, exist_ok=True)
         stats = {}
         for split in SPLITS:

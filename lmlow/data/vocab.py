@@ -127,6 +127,11 @@ def build_vocabulary(train_counts: Counter, n_lines: int, unk_threshold: int = 0
     else:
         kept = [(w, c) for w, c in train_counts.items() if w not in (UNK, EOS) and c >= unk_threshold]
         replaced = sum(c for w, c in train_counts.items() if w not in (UNK, EOS) and c < unk_threshold)
+        if not kept and replaced:      # a model of <unk> and <eos> alone: a perplexity near 2
+            top = max(((c, w) for w, c in train_counts.items() if w not in (UNK, EOS)))
+            raise LmlowError(f"UNK threshold {unk_threshold}: no word of the training split "
+                             f"occurs that often (the most frequent, {top[1][:40]!r}, occurs "
+                             f"{top[0]:,} times), so every token would be <unk>; lower it")
     extra = []
     if unk_threshold == 0:
         known = set(train_counts)
