@@ -43,8 +43,9 @@ def test_write_unk_replaced(tmp_path):
     root = write_corpus(tmp_path / "c", "a a b <unk>\nb c c\n", "a d b\n", "c e\n")
     Corpus(root, 2, show_progress=False).write_unk_replaced(tmp_path / "out")
     assert (tmp_path / "out" / "train.txt").read_text() == "a a b <unk>\nb c c\n"
-    with pytest.raises(LmlowError, match="every token would be <unk>"):   # c, the most
-        Corpus(root, 3, show_progress=False).write_unk_replaced(tmp_path / "out3")  # frequent: 2
+    # K=3: no word reaches it (c, the most frequent, occurs twice), so it is refused
+    with pytest.raises(LmlowError, match="every token would be <unk>"):
+        Corpus(root, 3, show_progress=False).write_unk_replaced(tmp_path / "out3")
     assert not (tmp_path / "out3").exists()
     assert (tmp_path / "out" / "valid.txt").read_text() == "a <unk> b\n"
 
