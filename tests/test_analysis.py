@@ -241,6 +241,20 @@ def test_cli_compare(runs, tmp_path, capsys):
     assert capsys.readouterr().out.startswith("run,init,updates")
 
 
+def test_compare_notes_runs_over_other_vocabularies(runs, speech_corpus, tmp_path, capsys):
+    """Runs on one corpus and vocabulary compare without a note; a run whose K gives another
+    vocabulary (its perplexities are over other words) gets one line on stderr."""
+    assert main(["compare", str(runs / "unigram"), str(runs / "init")]) == 0
+    assert "not comparable" not in capsys.readouterr().err
+    other = tmp_path / "k2"
+    assert main(["train", str(speech_corpus), "--out", str(other), "--preset", "tiny",
+                 "--max-epochs", "0", "--unk-threshold", "2", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(runs / "unigram"), str(other)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "over different vocabularies" in err and "not comparable" in err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["compare", "no/such/run"], "no such run folder"),
     (["compare", "RUN", "--steps", "0"], "--steps 0: must be >= 1"),

@@ -247,6 +247,7 @@ def compare(run_dirs: list[Path], **options) -> list[dict]:
     if not run_dirs:
         raise LmlowError("give at least one run folder")
     key = "valid_loss" if metric == "loss" else "valid_ppl"
+    note_if_not_comparable(run_dirs)
     rows = []
     for run in map(Path, run_dirs):
         curve = learning_curve(run)
@@ -275,6 +276,30 @@ def read_config(run_dir: Path) -> dict:
         return read_json(RunDir(run_dir).config)
     except LmlowError:
         return {}
+
+
+def measured_over(run: Path) -> tuple[str, str] | None:
+    """What a run's validation perplexities are over: the validation text (its sha256 in
+    ``data.json``) and the vocabulary (``vocab.txt``, hashed); None if a file is missing."""
+    import hashlib
+
+    data, vocab = Path(run) / "data.json", Path(run) / "vocab.txt"
+    if not (data.is_file() and vocab.is_file()):
+        return None
+    valid = read_json(data).get("fingerprint", {}).get("valid", {}).get("sha256", "")
+    return valid, hashlib.sha256(vocab.read_bytes()).hexdigest()
+
+
+def note_if_not_comparable(run_dirs) -> None:
+    """Say (stderr) when the runs were validated on different text or over different
+    vocabularies (another corpus, K or vector vocabulary): their perplexities and ALCs then
+    measure different things, and a table of them invites a wrong comparison."""
+    import sys
+
+    seen = {m for m in map(measured_over, run_dirs) if m is not None}
+    if len(seen) > 1:
+        print("lmlow: note: these runs were validated on different text or over different "
+              "vocabularies; their perplexities and ALCs are not comparable", file=sys.stderr)
 
 
 def compare_table(rows: list[dict]) -> tuple[list[str], list[list]]:
