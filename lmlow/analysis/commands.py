@@ -283,7 +283,7 @@ def measured_over(run: Path) -> tuple[str, str] | None:
     ``data.json``) and the vocabulary (``vocab.txt``, hashed); None if a file is missing."""
     import hashlib
 
-    data, vocab = Path(run) / "data.json", Path(run) / "vocab.txt"
+    data, vocab = RunDir(run).data_file, RunDir(run).vocab
     if not (data.is_file() and vocab.is_file()):
         return None
     valid = read_json(data).get("fingerprint", {}).get("valid", {}).get("sha256", "")
