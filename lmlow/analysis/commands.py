@@ -280,13 +280,17 @@ def read_config(run_dir: Path) -> dict:
 
 def measured_over(run: Path) -> tuple[str, str] | None:
     """What a run's validation perplexities are over: the validation text (its sha256 in
-    ``data.json``) and the vocabulary (``vocab.txt``, hashed); None if a file is missing."""
+    ``data.json``) and the vocabulary (``vocab.txt``, hashed); None if a file is missing or
+    not what lmlow writes (a note is not worth a refusal)."""
     import hashlib
 
     data, vocab = RunDir(run).data_file, RunDir(run).vocab
     if not (data.is_file() and vocab.is_file()):
         return None
-    valid = read_json(data).get("fingerprint", {}).get("valid", {}).get("sha256", "")
+    try:
+        valid = read_json(data)["fingerprint"]["valid"]["sha256"]
+    except (KeyError, TypeError, LmlowError):
+        return None
     return valid, hashlib.sha256(vocab.read_bytes()).hexdigest()
 
 
