@@ -195,11 +195,13 @@ def missing_parents(folder: Path) -> list[Path]:
 def make_folder(folder: Path) -> list[Path]:
     """Create ``folder`` (and its parents) with a one-line error where that is not possible
     (read-only, full, a file or a dangling link in the way); returns the folders it created."""
-    created = missing_parents(folder)
+    created = check_folder_possible(folder)
+    if not created:
+        return []
     try:
         Path(folder).mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise not_a_folder(created[-1].parent if created else Path(folder)) from None
+    except FileExistsError:                   # something took one of the names meanwhile
+        raise not_a_folder(Path(folder)) from None
     except OSError as e:
         if e.errno not in WRITE_ERRORS and e.errno != errno.ENOTDIR:
             raise
@@ -333,10 +335,12 @@ def refuse_overwrite(paths, force: bool) -> None:
         check_folder_possible(p.parent)
 
 
-def check_folder_possible(folder: Path) -> None:
+def check_folder_possible(folder: Path) -> list[Path]:
     """Refuse, before any work, a ``folder`` that :func:`make_folder` could not make because
-    the first name on its path that exists is not a folder (a file, a dangling link)."""
+    the first name on its path that exists is not a folder (a file, a dangling link); return
+    the folders that making it would create, deepest first."""
     missing = missing_parents(folder)
     base = missing[-1].parent if missing else Path(folder)
     if not os.path.isdir(base):
         raise not_a_folder(base)
+    return missing

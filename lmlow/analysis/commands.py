@@ -284,7 +284,8 @@ def measured_over(run: Path) -> tuple[str, str] | None:
     not what lmlow writes (a note is not worth a refusal)."""
     import hashlib
 
-    data, vocab = RunDir(run).data_file, RunDir(run).vocab
+    folder = RunDir(run)
+    data, vocab = folder.data_file, folder.vocab
     if not (data.is_file() and vocab.is_file()):
         return None
     try:
