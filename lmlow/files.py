@@ -150,19 +150,27 @@ def _clean(x):
     return x
 
 
-def read_json(path: Path) -> dict:
-    """A JSON file lmlow wrote, with a one-line error if it is missing or damaged."""
+def read_json(path: Path, rows: bool = False) -> dict | list[dict]:
+    """A JSON file lmlow wrote: an object, or with ``rows`` a list of objects (a sweep's plan,
+    its jobs, a report's table). A missing, damaged or hand-edited file of another shape is a
+    one-line error naming it, not a traceback where a reader first indexes it."""
     path = require_regular(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise LmlowError(f"{path}: no such file") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise LmlowError(f"{path}: not valid JSON ({e})") from None
+    shaped = (isinstance(data, list) and all(isinstance(r, dict) for r in data) if rows
+              else isinstance(data, dict))
+    if not shaped:
+        want = "a list of JSON objects" if rows else "a JSON object"
+        raise LmlowError(f"{path}: not what lmlow writes there ({want}); edited or damaged?")
+    return data
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """The rows of a JSON-lines file (none if it does not exist)."""
+    """The rows of a JSON-lines file (none if it does not exist); each must be an object."""
     path = require_regular(path)
     if not path.exists():
         return []
@@ -173,6 +181,8 @@ def read_jsonl(path: Path) -> list[dict]:
                 rows.append(json.loads(line))
             except json.JSONDecodeError:
                 raise LmlowError(f"{path}:{i}: not a JSON line") from None
+            if not isinstance(rows[-1], dict):
+                raise LmlowError(f"{path}:{i}: not a JSON object, as every line lmlow writes there is")
     return rows
 
 

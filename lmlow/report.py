@@ -317,4 +317,4 @@ def report(sweep_dir: Path, baselines: list[Path] | None = None,
     writing into the sweep folder (another report of it), wait for it rather than refuse."""
     paths = write_report(sweep_dir, baselines, paired, maps, wait)
     text = "\n".join(f"wrote {p}" for p in paths) + "\n" + paths[0].read_text()
-    return text, mixed_precision(read_json(paths[2]))
+    return text, mixed_precision(read_json(paths[2], rows=True))

@@ -106,31 +106,42 @@ class RunDir:
     def data_file(self) -> Path:
         return self.path / self.DATA
 
-    def record_corpus(self, corpus: Path) -> Path:
-        """Remember the corpus as an absolute path with its fingerprint (data.json); return the
-        absolute path."""
-        from lmlow.data.corpus import fingerprint
+    def record_corpus(self, corpus: Path, fingerprint: dict | None = None) -> Path:
+        """Remember the corpus as an absolute path with its fingerprint (data.json; computed
+        unless given); return the absolute path."""
+        from lmlow.data.corpus import fingerprint as fingerprint_of
 
         corpus = Path(corpus).resolve()
-        self._write_data(corpus, fingerprint(corpus))
+        self._write_data(corpus, fingerprint or fingerprint_of(corpus))
         return corpus
 
-    def move_corpus(self, corpus: Path) -> Path:
+    def checked_corpus(self, corpus: Path) -> tuple[Path, dict]:
         """The run's corpus is now at ``corpus``: refused in one line unless its files are the
-        ones this run was trained on (a run from before fingerprints accepts any); recorded
-        and returned as an absolute path."""
+        ones this run was trained on (a run from before fingerprints accepts any). Returns its
+        absolute path and fingerprint for :meth:`record_corpus`, which the caller calls only
+        once everything else has been checked: nothing is written here."""
         from lmlow.data.corpus import fingerprint
 
         corpus = Path(corpus).resolve()
         got = fingerprint(corpus)
         if self.data_file.exists():
-            want = read_json(self.data_file).get("fingerprint", {})
+            want = self._recorded_fingerprint()
             bad = [s for s in want if want[s] != got.get(s)]
             if bad:
                 raise LmlowError(f"{corpus}: its {bad[0]}.txt is not the one {self.path} was "
                                  "trained on (size or content differs)")
-        self._write_data(corpus, got)
-        return corpus
+        return corpus, got
+
+    def _recorded_fingerprint(self) -> dict:
+        """The fingerprint data.json records ({} for a run from before fingerprints); one line
+        naming the file if it is not what lmlow writes (edited by hand, say), since a check
+        that cannot read it must not pass."""
+        want = read_json(self.data_file).get("fingerprint", {})
+        if not isinstance(want, dict) or not all(isinstance(v, dict) for v in want.values()):
+            raise LmlowError(f"{self.data_file}: not a data.json lmlow wrote (an object with the "
+                             "corpus's path and the fingerprint of each split); restore it or "
+                             "delete it to accept any corpus")
+        return want
 
     def _write_data(self, corpus: Path, fingerprint: dict) -> None:
         atomic_write_json(self.data_file, {"corpus": str(corpus), "fingerprint": fingerprint})
@@ -202,8 +213,23 @@ class RunDir:
     def finished(self) -> bool:
         return self.summary_file.exists()
 
+    # what the readers of summary.json use as numbers (report, sweep --status, claims.py)
+    SUMMARY_NUMBERS = ("train_seconds", "best_valid_ppl", "tokens_per_s", "epochs", "steps",
+                       "trainable", "frozen")
+
     def summary(self) -> dict:
-        return read_json(self.summary_file)
+        """summary.json, checked for the numbers its readers format and average: a value
+        edited into another type is one line naming the file, not a traceback in a report."""
+        data = read_json(self.summary_file)
+        if "train_seconds" not in data:
+            raise LmlowError(f"{self.summary_file}: lacks train_seconds, which lmlow writes in "
+                             "every summary; edited or damaged?")
+        for key in self.SUMMARY_NUMBERS:
+            v = data.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise LmlowError(f"{self.summary_file}: {key} = {v!r} is not a number; edited "
+                                 "or damaged?")
+        return data
 
     def default_checkpoint(self) -> str:
         """``best``, or ``last`` for a run stopped before its first validation."""

@@ -109,7 +109,7 @@ def _run(cmd: list[str]) -> str:
 
 def jobs(out: Path) -> list[dict]:
     f = SweepDir(out).jobs_file
-    return read_json(f) if f.exists() else []
+    return read_json(f, rows=True) if f.exists() else []
 
 
 def queued(out: Path) -> dict[str, dict]:

@@ -7,6 +7,7 @@ configuration in the paper's terms. Every run is started as a ``lmlow train`` co
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -287,7 +288,18 @@ def record_plan(runs: list[Run], out: Path) -> None:
 def load_plan(out: Path) -> list[Run] | None:
     """The runs :func:`record_plan` wrote, or None for a folder that has no plan."""
     plan = SweepDir(out).plan_file
-    return [Run(**r) for r in read_json(plan)] if plan.exists() else None
+    return [_plan_row(r, plan) for r in read_json(plan, rows=True)] if plan.exists() else None
+
+
+def _plan_row(row: dict, plan: Path) -> Run:
+    """One row of the plan as the Run record_plan wrote; one line naming the plan if it is
+    not (edited by hand), since every command of the sweep starts from it."""
+    kinds = {"name": str, "settings": dict, "seed": int, "labels": dict}
+    if (not {"name", "settings", "seed"} <= set(row) <= set(kinds)
+            or not all(isinstance(row[k], kinds[k]) for k in row) or isinstance(row["seed"], bool)):
+        raise LmlowError(f"{plan}: {json.dumps(row)[:80]} is not a run as lmlow plans one "
+                         "(name, settings, seed, labels); edited or damaged?")
+    return Run(**row)
 
 
 def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,

@@ -812,8 +812,9 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
         cfg = Config.from_dict(ck["config"], str(run.last))
         _same_run(run, cfg)
         cfg = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v is not None})
+        moved = run.checked_corpus(corpus) if corpus is not None and world.main else None
         if corpus is not None:
-            cfg.corpus = str(run.move_corpus(corpus) if world.main else Path(corpus).resolve())
+            cfg.corpus = str(moved[0] if moved else Path(corpus).resolve())
         elif not Path(cfg.corpus).is_dir():
             raise LmlowError(f"{cfg.corpus}: no such corpus folder (the one {run.path} was "
                              "trained on); if it moved, give its new place: `lmlow train "
@@ -822,6 +823,8 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
         trainer = Trainer(cfg.validate(), run.path, resume=ck, quiet=quiet, world=world,
                           device=device)
         if world.main:
+            if moved:            # recorded once the resumed run is known to start
+                run.record_corpus(*moved)
             cfg.save(run.config, trainer.init_report)
         return _finish(trainer)
 

@@ -532,3 +532,65 @@ def test_a_second_ngram_on_the_same_folder_is_refused(tmp_path):
     assert r.returncode != 0 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert "wait for it to end" in r.stderr, r.stderr
     assert sorted(p.name for p in out.iterdir()) == [".lock"]
+
+
+@pytest.mark.parametrize("name, content, command, message", [
+    # each was a traceback (AttributeError or TypeError where a reader first indexed the file)
+    ("data.json", "[1, 2]", "resume", "data.json: not what lmlow writes there (a JSON object)"),
+    ("data.json", '{"fingerprint": "x"}', "resume", "data.json: not a data.json lmlow wrote"),
+    ("metrics.jsonl", "[]", "resume", "metrics.jsonl:1: not a JSON object"),
+    ("metrics.jsonl", "null", "compare", "metrics.jsonl:1: not a JSON object"),
+    ("config.json", '"s"', "compare", None),       # compare shows the run without its settings
+])
+def test_a_hand_edited_run_file_of_another_shape_is_one_line(name, content, command, message,
+                                                            stopped_run, speech_corpus, tmp_path):
+    """A run file edited into valid JSON of another shape (a list, a string, null): one line
+    naming it, and the run's files as they were; never a traceback."""
+    import shutil
+
+    run = copy_run(stopped_run, tmp_path / "r")
+    (run / name).write_text(content + "\n")
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    if command == "resume":                       # a moved corpus: data.json is checked
+        moved = shutil.copytree(speech_corpus, tmp_path / "moved")
+        r = lmlow("train", moved, "--resume", run, "--max-steps", "4")
+    else:
+        r = lmlow("compare", run, run)
+    assert "Traceback" not in r.stderr, r.stderr
+    if message is None:
+        assert r.returncode == 0
+    else:
+        assert r.returncode == 1 and message in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    after = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file() and p.name != ".lock"}
+    assert after == before                # (the run's lock file stays, as after any command)
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(speech_corpus, tmp_path_factory):
+    """A finished sweep of one tiny run (standard.seed1)."""
+    base = tmp_path_factory.mktemp("sweeps")
+    (base / "grid.toml").write_text('[runs.standard]\ntie = true\n')
+    out = base / "sweep"
+    lmlow("sweep", speech_corpus, "--grid", base / "grid.toml", "--out", out, "--preset", "tiny",
+          "--max-steps", "2", check=True, cache=tmp_path_factory.getbasetemp() / "cache")
+    return out
+
+
+@pytest.mark.parametrize("name, content, command, message", [
+    ("sweep.json", '[{"x": 1}]', "status", 'sweep.json: {"x": 1} is not a run as lmlow plans one'),
+    ("sweep.json", '{"runs": []}', "report", "sweep.json: not what lmlow writes there (a list"),
+    ("standard.seed1/summary.json", '{"x": 1}', "report", "summary.json: lacks train_seconds"),
+    ("standard.seed1/summary.json", '{"train_seconds": 1, "best_valid_ppl": "x"}', "status",
+     "best_valid_ppl = 'x' is not a number"),
+])
+def test_a_hand_edited_sweep_file_is_one_line(name, content, command, message, tiny_sweep, tmp_path):
+    """A sweep's plan or a run's summary edited into JSON of another shape: `sweep --status`
+    and `report` said so with a TypeError, KeyError or a format error's traceback."""
+    import shutil
+
+    out = shutil.copytree(tiny_sweep, tmp_path / "sweep", ignore=shutil.ignore_patterns(".lock"))
+    (out / name).write_text(content + "\n")
+    r = lmlow("sweep", out, "--status") if command == "status" else lmlow("report", out)
+    assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
