@@ -212,6 +212,24 @@ def test_a_byte_order_mark_does_not_make_a_new_word(tmp_path, capsys):
     assert "byte-order mark" in capsys.readouterr().err
 
 
+def test_classic_mac_line_ends_get_a_note_not_a_silent_single_line(stopped_run, tmp_path):
+    """Lines ended by carriage returns alone read as one line (for KenLM too), so `score` gave
+    one sentence for twenty, silently; now a note says so and how to convert. Windows line ends
+    (CR LF) read as lines and get no note."""
+    import json
+
+    mac, windows = tmp_path / "mac.txt", tmp_path / "windows.txt"
+    mac.write_bytes(b"the cat sat on the mat\r" * 20)
+    windows.write_bytes(b"the cat sat on the mat\r\n" * 20)
+    r = lmlow("score", stopped_run, mac)
+    assert r.returncode == 0 and r.stderr.count("carriage returns alone") == 1, r.stderr
+    assert len(r.stdout.splitlines()) == 1
+    r = lmlow("score", stopped_run, windows)
+    assert r.returncode == 0 and "carriage returns" not in r.stderr, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(rows) == 20 and rows[0]["words"] == ["the", "cat", "sat", "on", "the", "mat", "<eos>"]
+
+
 def test_resume_refuses_a_checkpoint_from_another_run(stopped_run, speech_corpus, tmp_path):
     other = tmp_path / "other"
     lmlow("train", speech_corpus, "--preset", "tiny", "--hidden-size", "64", "--max-steps", "2",

@@ -70,15 +70,29 @@ def _refuse_binary(path: Path, f) -> None:
 
 
 BOM = "\ufeff"
-_NOTED: set[str] = set()
+_NOTED: set[tuple[str, str]] = set()
+
+
+def _note_once(path: Path, kind: str, text: str) -> None:
+    """A note on stderr, once per file and kind (a file is often read several times)."""
+    if (str(path), kind) not in _NOTED:
+        _NOTED.add((str(path), kind))
+        print(f"lmlow: note: {path}: {text}", file=sys.stderr)
 
 
 def note_bom(path: Path) -> None:
     """Say once per file that a UTF-8 byte-order mark was dropped (it would have made the first
     word another word: `\ufeffthe`)."""
-    if str(path) not in _NOTED:
-        _NOTED.add(str(path))
-        print(f"lmlow: note: {path}: starts with a UTF-8 byte-order mark; ignored", file=sys.stderr)
+    _note_once(path, "bom", "starts with a UTF-8 byte-order mark; ignored")
+
+
+def note_carriage_returns(path: Path, lineno: int, raw: bytes) -> None:
+    """A file whose lines end in carriage returns alone (classic Mac OS text) reads as one line
+    (KenLM reads it so too: both end lines at line feeds); say so, since every line-level
+    result (sentences scored, documents split) would silently be about one line."""
+    if lineno == 1 and not raw.endswith(b"\n") and raw.count(b"\r") > 1:
+        _note_once(path, "cr", "its lines end in carriage returns alone (classic Mac OS text), "
+                   "so it reads as one line; convert it first: tr '\\r' '\\n' < FILE > NEW")
 
 
 def decode_line(path: Path, lineno: int, raw: bytes) -> str:
@@ -86,9 +100,11 @@ def decode_line(path: Path, lineno: int, raw: bytes) -> str:
         raise LmlowError(f"{path}:{lineno}: binary file (NUL byte); expected UTF-8 text")
     try:
         text = raw.decode("utf-8")
-        if lineno == 1 and text.startswith(BOM):
-            note_bom(path)
-            text = text[1:]
+        if lineno == 1:
+            note_carriage_returns(path, lineno, raw)
+            if text.startswith(BOM):
+                note_bom(path)
+                text = text[1:]
         return text
     except UnicodeDecodeError as e:
         raise LmlowError(f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at "
