@@ -125,17 +125,18 @@ class RunDir:
         corpus = Path(corpus).resolve()
         got = fingerprint(corpus)
         if self.data_file.exists():
-            want = self._recorded_fingerprint()
+            want = self.recorded_fingerprint()
             bad = [s for s in want if want[s] != got.get(s)]
             if bad:
                 raise LmlowError(f"{corpus}: its {bad[0]}.txt is not the one {self.path} was "
                                  "trained on (size or content differs)")
         return corpus, got
 
-    def _recorded_fingerprint(self) -> dict:
-        """The fingerprint data.json records ({} for a run from before fingerprints); one line
-        naming the file if it is not what lmlow writes (edited by hand, say), since a check
-        that cannot read it must not pass."""
+    def recorded_fingerprint(self) -> dict:
+        """The fingerprint data.json records, split by split ({} for a run from before
+        fingerprints); one line naming the file if it is not what lmlow writes (edited by hand,
+        say), since a check that cannot read it must not pass. The one reader of it: the
+        resume's corpus check and compare's note."""
         want = read_json(self.data_file).get("fingerprint", {})
         if not isinstance(want, dict) or not all(isinstance(v, dict) for v in want.values()):
             raise LmlowError(f"{self.data_file}: not a data.json lmlow wrote (an object with the "

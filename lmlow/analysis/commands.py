@@ -285,14 +285,13 @@ def measured_over(run: Path) -> tuple[str, str] | None:
     import hashlib
 
     folder = RunDir(run)
-    data, vocab = folder.data_file, folder.vocab
-    if not (data.is_file() and vocab.is_file()):
+    if not (folder.data_file.is_file() and folder.vocab.is_file()):
         return None
     try:
-        valid = read_json(data)["fingerprint"]["valid"]["sha256"]
-    except (KeyError, TypeError, LmlowError):
+        valid = folder.recorded_fingerprint().get("valid", {}).get("sha256")
+    except LmlowError:
         return None
-    return valid, hashlib.sha256(vocab.read_bytes()).hexdigest()
+    return None if valid is None else (valid, hashlib.sha256(folder.vocab.read_bytes()).hexdigest())
 
 
 def note_if_not_comparable(run_dirs) -> None:

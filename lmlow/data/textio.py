@@ -86,11 +86,11 @@ def note_bom(path: Path) -> None:
     _note_once(path, "bom", "starts with a UTF-8 byte-order mark; ignored")
 
 
-def note_carriage_returns(path: Path, lineno: int, raw: bytes) -> None:
+def note_carriage_returns(path: Path, first_line: bytes) -> None:
     """A file whose lines end in carriage returns alone (classic Mac OS text) reads as one line
     (KenLM reads it so too: both end lines at line feeds); say so, since every line-level
     result (sentences scored, documents split) would silently be about one line."""
-    if lineno == 1 and not raw.endswith(b"\n") and raw.count(b"\r") > 1:
+    if not first_line.endswith(b"\n") and first_line.count(b"\r") > 1:
         _note_once(path, "cr", "its lines end in carriage returns alone (classic Mac OS text), "
                    "so it reads as one line; convert it first: tr '\\r' '\\n' < FILE > NEW")
 
@@ -101,7 +101,7 @@ def decode_line(path: Path, lineno: int, raw: bytes) -> str:
     try:
         text = raw.decode("utf-8")
         if lineno == 1:
-            note_carriage_returns(path, lineno, raw)
+            note_carriage_returns(path, raw)
             if text.startswith(BOM):
                 note_bom(path)
                 text = text[1:]
