@@ -10,10 +10,13 @@ from lmlow.errors import LmlowError
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __version__ = "0.1.0"
-__all__ = ["LmlowError", "__version__", "load", "interpolate", "Config"]
+__all__ = ["LmlowError", "__version__", "fit", "resume", "load", "interpolate", "Config"]
 
 
 def __getattr__(name):  # torch is imported only when a model is needed
+    if name in ("fit", "resume"):   # fit(corpus, out, preset=None, **settings): lmlow train
+        from lmlow.train import fit, resume
+        return fit if name == "fit" else resume
     if name == "load":
         from lmlow.runs import load
         return load

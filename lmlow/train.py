@@ -27,7 +27,7 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
                               device_name, fast_matmuls, load_checkpoint, make_scaler,
                               model_sizes, pick_device, pick_precision, precision_name,
                               save_checkpoint)
-from lmlow.config import RESUME_CHANGES, Config, same_run_differs
+from lmlow.config import RESUME_CHANGES, Config, check_settings, same_run_differs
 from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
@@ -791,11 +791,13 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
     (``precision``, ``device``, ``threads``) may change. ``corpus``: where
     the run's corpus is now, if it moved (checked against the run's fingerprint). Under
     torchrun, with as many processes as the run was trained with."""
-    refused = [k for k, v in changes.items() if v is not None and k not in RESUME_CHANGES]
+    changes = {k: v for k, v in changes.items() if v is not None}
+    refused = [k for k in changes if k not in RESUME_CHANGES]
     if refused:
         raise LmlowError("--resume continues a run as configured; only --max-epochs, "
                          "--max-time, --max-steps, --precision, --device and --threads may be "
                          f"given with it, not --{refused[0].replace('_', '-')}")
+    check_settings(changes, "resume")           # from Python (lmlow.resume): of the right type
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise LmlowError(f"{run.path}: no such run folder")
@@ -811,7 +813,7 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
         ck = load_checkpoint(run.last)
         cfg = Config.from_dict(ck["config"], str(run.last))
         _same_run(run, cfg)
-        cfg = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v is not None})
+        cfg = dataclasses.replace(cfg, **changes)
         moved = run.checked_corpus(corpus) if corpus is not None and world.main else None
         if corpus is not None:
             cfg.corpus = str(moved[0] if moved else Path(corpus).resolve())
@@ -892,6 +894,20 @@ def run_command(corpus: Path | None, out: Path | None, resume_dir: Path | None =
         return relaunch(nproc, argv)
     summary = train(cfg, out, force=force, quiet=quiet)
     return summary if world_from_env().main else None
+
+
+def fit(corpus: str | Path | None, out: str | Path, preset: str | None = None,
+        config: str | Path | None = None, force: bool = False, quiet: bool = False,
+        **settings) -> dict:
+    """``lmlow train CORPUS --out OUT`` from Python (``lmlow.fit``): ``settings`` are a config
+    file's keys (``tie=False, freeze_input=True, init="glove,unigram"``), checked as a config
+    file's are (an unknown key or a value of another type is one LmlowError naming it), then
+    the run is what the command would make: the same defaults, checks, folder and files.
+    Returns the run's summary (what ``summary.json`` holds); ``lmlow.load(out)`` scores it."""
+    check_settings(settings, "lmlow.fit")
+    return run_command(None if corpus is None else Path(corpus), Path(out),
+                       config=None if config is None else Path(config), preset=preset,
+                       settings=settings, force=force, quiet=quiet)
 
 
 def _check_launchable(cfg: Config, out: Path, force: bool, nproc: int) -> None:

@@ -215,3 +215,37 @@ def test_min_improvement_stops_on_gains_too_small_to_count(speech_corpus, tmp_pa
     r = lmlow("train", speech_corpus, "--preset", "tiny", "--min-improvement", "1",
               "--out", tmp_path / "bad")
     assert r.returncode != 0 and "--min-improvement 1: must be in [0, 1)" in r.stderr
+
+
+def test_the_python_api_trains_what_the_command_trains(speech_corpus, vectors, tmp_path, capsys):
+    """``lmlow.fit`` and ``lmlow.resume`` are ``lmlow train`` and ``--resume`` from Python: the
+    same run folder to the bit, and a bad setting is one LmlowError naming it, before anything
+    is written."""
+    import lmlow
+    from conftest import cli
+
+    api, cmd = tmp_path / "api", tmp_path / "cmd"
+    s = lmlow.fit(speech_corpus, api, preset="tiny", quiet=True, tie=False, freeze_input=True,
+                  init="glove,unigram", embeddings=str(vectors), seed=5, max_epochs=1)
+    code, _, err = cli("train", speech_corpus, "--out", cmd, "--preset", "tiny", "--tie", "no",
+                       "--freeze-input", "--init", "glove,unigram", "--embeddings", vectors,
+                       "--seed", "5", "--max-epochs", "1", "--quiet", capsys=capsys)
+    assert code == 0, err
+    assert s["best_valid_ppl"] == metrics(api)[0]["valid_ppl"]
+    lmlow.resume(api, max_epochs=2, quiet=True)
+    code, _, err = cli("train", "--resume", cmd, "--max-epochs", "2", "--quiet", capsys=capsys)
+    assert code == 0, err
+    assert json.loads((api / "config.json").read_text()) == json.loads((cmd / "config.json").read_text())
+    a, b = metrics(api), metrics(cmd)
+    assert len(a) == 2 and [r["valid_ppl"] for r in a] == [r["valid_ppl"] for r in b]
+    sa, sb = (load_checkpoint(p / "best.pt")["model"] for p in (api, cmd))
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+    with pytest.raises(LmlowError, match=r"^lmlow.fit: tie = 'no': expected true or false$"):
+        lmlow.fit(speech_corpus, tmp_path / "bad", preset="tiny", tie="no")
+    with pytest.raises(LmlowError, match=r"^lmlow.fit: unknown setting 'freeze_inputs'$"):
+        lmlow.fit(speech_corpus, tmp_path / "bad", preset="tiny", freeze_inputs=True)
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(LmlowError, match=r"^resume: max_epochs = '3': expected an integer$"):
+        lmlow.resume(api, max_epochs="3")
+    assert len(metrics(api)) == 2
