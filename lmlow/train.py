@@ -797,7 +797,7 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
         raise LmlowError("--resume continues a run as configured; only --max-epochs, "
                          "--max-time, --max-steps, --precision, --device and --threads may be "
                          f"given with it, not --{refused[0].replace('_', '-')}")
-    check_settings(changes, "resume")           # from Python (lmlow.resume): of the right type
+    check_settings(changes, "lmlow.resume")     # from Python: of the right type
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise LmlowError(f"{run.path}: no such run folder")

@@ -246,6 +246,6 @@ def test_the_python_api_trains_what_the_command_trains(speech_corpus, vectors, t
     with pytest.raises(LmlowError, match=r"^lmlow.fit: unknown setting 'freeze_inputs'$"):
         lmlow.fit(speech_corpus, tmp_path / "bad", preset="tiny", freeze_inputs=True)
     assert not (tmp_path / "bad").exists()
-    with pytest.raises(LmlowError, match=r"^resume: max_epochs = '3': expected an integer$"):
+    with pytest.raises(LmlowError, match=r"^lmlow.resume: max_epochs = '3': expected an integer$"):
         lmlow.resume(api, max_epochs="3")
     assert len(metrics(api)) == 2
