@@ -293,13 +293,14 @@ def load_plan(out: Path) -> list[Run] | None:
 
 def _plan_row(row: dict, plan: Path) -> Run:
     """One row of the plan as the Run record_plan wrote; one line naming the plan if it is
-    not (edited by hand), since every command of the sweep starts from it."""
-    kinds = {"name": str, "settings": dict, "seed": int, "labels": dict}
-    if (not {"name", "settings", "seed"} <= set(row) <= set(kinds)
-            or not all(isinstance(row[k], kinds[k]) for k in row) or isinstance(row["seed"], bool)):
+    not (edited by hand), since every command of the sweep starts from it. Run's own fields
+    and types are the check (as a config file's against Config's); a missing field is Run's
+    TypeError."""
+    try:
+        return Run(**check_settings(row, plan, Run))
+    except (LmlowError, TypeError):
         raise LmlowError(f"{plan}: {json.dumps(row)[:80]} is not a run as lmlow plans one "
-                         "(name, settings, seed, labels); edited or damaged?")
-    return Run(**row)
+                         "(name, settings, seed, labels); edited or damaged?") from None
 
 
 def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
