@@ -2,8 +2,8 @@
 # The converged tables still under way, in the order of their issues: the freezing question
 # (issue 24: freezing/, then datasize/'s last runs and its reruns at the protocol's one thread),
 # then the Transformer's tables (issue 28), then the paper's regime on the CPU (issue 24,
-# paper-regime/README.md): its decisive pair, ours and ours-unfrozen, seed 1 then seed 2, then
-# the table's three other configurations (five.toml) for both seeds, about 11-13 hours of one
+# paper-regime/README.md): its decisive pair, ours and ours-unfrozen, and the table's three
+# other configurations (five.toml), seed 1's whole table before seed 2's, about 11-13 hours of one
 # core a run (4-4.2 minutes an epoch in bf16; ours-unfrozen seed 1 converged at epoch 163), in
 # bf16 where the CPU has AVX-512 BF16 or AMX, as its seed-1 runs trained, and in fp32 where it
 # has neither (about a third as fast there: paper-regime/fp32-no-avx512.txt), each session in
@@ -45,8 +45,12 @@ if [ -z "$precision" ]; then
          "a later session on a CPU with bf16 resumes its runs in bf16"
   }
 fi
-for grid in pair five; do   # five.toml's pair is the same two runs: finished, not retrained
-  GRID=experiments/paper-regime/$grid.toml SEEDS="1 2" SWEEP=sweep-cpu.100d \
-    PRECISION=$precision experiments/paper-regime/run.sh
+# seed by seed: seed 1's whole table (five.toml: its pair is finished, not retrained) before
+# seed 2's pair, so that every configuration has a converged run as early as possible
+for seed in 1 2; do
+  for grid in pair five; do
+    GRID=experiments/paper-regime/$grid.toml SEEDS=$seed SWEEP=sweep-cpu.100d \
+      PRECISION=$precision experiments/paper-regime/run.sh
+  done
 done
 echo "queue: done; commit the finished runs, then python experiments/claims.py --update"
