@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import tomllib
 import types
 import typing
@@ -292,6 +293,12 @@ def read_settings(path: Path) -> dict:
     """The settings a TOML or JSON file gives (only those it names; a run's config.json may
     be given: what it records of the built model is not a setting and is left out)."""
     return check_settings(_settings_only(load_table(path)), path)
+
+
+def file_values(settings: dict) -> dict:
+    """Settings given from Python as a config file holds them: a path (``pathlib.Path``, any
+    ``os.PathLike``) as its text, so ``embeddings=Path(...)`` passes :func:`check_settings`."""
+    return {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in settings.items()}
 
 
 def check_settings(data: dict, where, cls=None) -> dict:

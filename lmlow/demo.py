@@ -41,7 +41,7 @@ RECOMMENDED = "recommended: "   # the recommended model's label, before its flag
 
 
 def configurations() -> dict[str, dict]:
-    from lmlow import recommendation
+    import lmlow.recommendation as recommendation
     return {"standard (tied, random)": dict(tie=True, init=("random",)),
             RECOMMENDED + recommendation.FLAGS: dict(recommendation.SETTINGS)}
 
@@ -70,7 +70,7 @@ def main(argv=None) -> int:
 
 
 def _demo(args) -> int:
-    from lmlow import recommendation
+    import lmlow.recommendation as recommendation
     from lmlow.rundir import RunDir, maps_of
     from lmlow.runs import evaluation
 
@@ -104,7 +104,7 @@ def _demo(args) -> int:
 def scored_as_recommended(run) -> str:
     """The flags the recommendation scores this run with ('': none): those chosen for the
     optimiser it was trained with (``EVAL_FLAGS``), the tables having found they help under it."""
-    from lmlow import recommendation
+    import lmlow.recommendation as recommendation
     from lmlow.files import read_json
 
     return recommendation.EVAL_FLAGS.get(read_json(run.config)["optimizer"], "")

@@ -27,7 +27,7 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
                               device_name, fast_matmuls, load_checkpoint, make_scaler,
                               model_sizes, pick_device, pick_precision, precision_name,
                               save_checkpoint)
-from lmlow.config import RESUME_CHANGES, Config, check_settings, same_run_differs
+from lmlow.config import RESUME_CHANGES, Config, check_settings, file_values, same_run_differs
 from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
@@ -904,7 +904,7 @@ def fit(corpus: str | Path | None, out: str | Path, preset: str | None = None,
     file's are (an unknown key or a value of another type is one LmlowError naming it), then
     the run is what the command would make: the same defaults, checks, folder and files.
     Returns the run's summary (what ``summary.json`` holds); ``lmlow.load(out)`` scores it."""
-    check_settings(settings, "lmlow.fit")
+    settings = check_settings(file_values(settings), "lmlow.fit")
     return run_command(None if corpus is None else Path(corpus), Path(out),
                        config=None if config is None else Path(config), preset=preset,
                        settings=settings, force=force, quiet=quiet)

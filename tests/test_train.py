@@ -226,7 +226,7 @@ def test_the_python_api_trains_what_the_command_trains(speech_corpus, vectors, t
 
     api, cmd = tmp_path / "api", tmp_path / "cmd"
     s = lmlow.fit(speech_corpus, api, preset="tiny", quiet=True, tie=False, freeze_input=True,
-                  init="glove,unigram", embeddings=str(vectors), seed=5, max_epochs=1)
+                  init="glove,unigram", embeddings=vectors, seed=5, max_epochs=1)
     code, _, err = cli("train", speech_corpus, "--out", cmd, "--preset", "tiny", "--tie", "no",
                        "--freeze-input", "--init", "glove,unigram", "--embeddings", vectors,
                        "--seed", "5", "--max-epochs", "1", "--quiet", capsys=capsys)

@@ -1,0 +1,157 @@
+"""The rest of the workflow from Python, beside ``lmlow.fit`` / ``lmlow.resume`` (train.py) and
+``lmlow.load`` (runs.py): ``lmlow.embed``, ``lmlow.fit_ngram``, ``lmlow.fit_sweep`` and
+``lmlow.results`` are ``lmlow embed``, ``lmlow ngram``, ``lmlow sweep`` and ``lmlow report``.
+
+Each takes a config file's keys for its command's flags (a flag's name with ``_`` for ``-``;
+``eos=False``, not ``"no"``), checks every key and its type before anything is written (one
+``LmlowError`` naming the function and the key, as ``lmlow.fit`` does), then runs the
+command's own function, so the files are the command's to the bit; it returns what the
+command wrote, as Python values. Paths may be ``str`` or ``pathlib.Path``. (Named ``fit_*``
+where the command's name is already a module of this package: ``lmlow.sweep``, ``lmlow.ngram``,
+``lmlow.report``.)"""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+
+from lmlow.config import Config, check_settings, file_values
+from lmlow.errors import LmlowError
+
+
+def _paths(value, where: str, what: str) -> list[Path]:
+    """One path or a list of them, each ``str`` or ``Path``."""
+    items = [value] if isinstance(value, (str, os.PathLike)) else value
+    if not isinstance(items, (list, tuple)) or not items or \
+            not all(isinstance(v, (str, os.PathLike)) for v in items):
+        raise LmlowError(f"{where}: {what} = {value!r}: expected a path or a list of paths")
+    return [Path(v) for v in items]
+
+
+def _silent(*_args, **_kwargs) -> None:
+    return None
+
+
+def embed(texts, out, force: bool = False, quiet: bool = False, tmp_dir=None,
+          **settings) -> dict:
+    """``lmlow embed TEXT... --out OUT``: GloVe vectors on ``texts`` (one path or several),
+    written to ``out`` (GloVe text) and the ``.npz`` beside it. ``settings``: ``dim``,
+    ``window``, ``min_count``, ``epochs``, ``x_max``, ``alpha``, ``learning_rate``, ``threads``,
+    ``seed``, ``memory``, ``eos`` (``lmlow embed --help``). Returns what the command prints:
+    the vocabulary and token counts, each stage's seconds, the cost per epoch, peak memory,
+    and ``files``, the two files written."""
+    from lmlow.glove import GloveConfig, embed as train_vectors
+
+    where = "lmlow.embed"
+    texts = _paths(texts, where, "texts")
+    cfg = GloveConfig(**check_settings(file_values(settings), where, GloveConfig))
+    report, files = train_vectors(texts, Path(out), cfg, None if tmp_dir is None else Path(tmp_dir),
+                                  force, show_progress=not quiet)
+    return {**asdict(report), "files": [str(f) for f in files]}
+
+
+def fit_ngram(corpus, out, force: bool = False, quiet: bool = False, **settings) -> dict:
+    """``lmlow ngram CORPUS --out OUT``: a KenLM modified Kneser-Ney model of the corpus's
+    training split, on the tokens the LSTMs read. ``settings``: ``order``, ``unk_threshold``,
+    ``memory``, ``prune``, ``embeddings``, ``extend_vocab``, ``train_fraction`` (``lmlow ngram
+    --help``). Returns the run's ``config.json`` (the order, lmplz's and build_binary's
+    command lines, seconds, lmplz's peak memory); ``lmlow.load(out)`` scores with it."""
+    from lmlow.ngram import NgramOptions, train_ngram
+
+    options = check_settings(file_values(settings), "lmlow.fit_ngram", NgramOptions)
+    return asdict(train_ngram(Path(corpus), Path(out), force=force, quiet=quiet, **options))
+
+
+# Config's keys a sweep sets itself: the corpus and the seeds are fit_sweep's own arguments,
+# the preset and the vectors too (one file, or several for the pretrain grid)
+SWEEP_OWN = ("corpus", "seed", "preset", "embeddings")
+
+
+def fit_sweep(corpus, out, grid, seeds=1, preset: str = "small", embeddings=(), values=None,
+              unigram: bool = False, jobs: int = 1, quiet: bool = False, **settings) -> list[dict]:
+    """``lmlow sweep CORPUS --grid GRID --out OUT``, here, ``jobs`` runs at a time: ``grid`` is
+    table1, six, unk, pretrain, datasize or a TOML file; ``seeds`` one seed or a list;
+    ``embeddings`` one vectors file or a list (the pretrain grid's); ``values`` the unk grid's
+    K values or the datasize grid's fractions; ``settings`` a config file's keys, applied to
+    every run (``max_epochs=40``). Finished runs are skipped and stopped ones resumed, as the
+    command does. Returns each planned run's state (what ``lmlow sweep --status`` lists);
+    ``lmlow.results(out)`` makes the table."""
+    from lmlow.sweep import Local, SweepOptions
+
+    where = "lmlow.fit_sweep"
+    mine = sorted(set(settings) & set(SWEEP_OWN))
+    if mine:
+        raise LmlowError(f"{where}: {mine[0]} is set by the sweep (its own argument or one per "
+                         "run), not a setting for every run")
+    extra = check_settings(file_values(settings), where, Config)
+    vectors = () if embeddings in (None, (), []) else _paths(embeddings, where, "embeddings")
+    opts = SweepOptions(grid=_text(grid, where, "grid"), preset=_text(preset, where, "preset"),
+                        embeddings=tuple(str(p) for p in vectors), seeds=_ints(seeds, where), values=_values(values, where),
+                        unigram=_bool(unigram, where, "unigram"), jobs=_int(jobs, where, "jobs"))
+    out = Path(out)
+    runs = opts.validate().plan(Path(corpus), out, extra)
+    Local(opts.jobs, extra.get("threads")).run(runs, out, log=_silent if quiet else print)
+    return Local.status(out)
+
+
+def results(sweep_dir, baselines=None, paired: str | None = None,
+            map_unseen_inputs: bool = False, map_unseen_outputs: bool = False,
+            wait: bool = False) -> list[dict]:
+    """``lmlow report SWEEP``: writes ``results.md``, ``.csv``, ``.json`` and ``curves.png`` into
+    the sweep folder and returns the table's rows (``results.json``), one per configuration,
+    then one per n-gram baseline (``baselines``: one run folder or a list). ``paired``: the
+    configuration the others are compared with, seed by seed. A table that mixes precisions
+    warns (``warnings.warn``), as the command does on stderr."""
+    from lmlow.files import read_json
+    from lmlow.report import mixed_precision, write_report
+
+    where = "lmlow.results"
+    bases = None if baselines in (None, (), []) else _paths(baselines, where, "baselines")
+    maps = (_bool(map_unseen_inputs, where, "map_unseen_inputs"),
+            _bool(map_unseen_outputs, where, "map_unseen_outputs"))
+    if paired is not None:
+        paired = _text(paired, where, "paired")
+    paths = write_report(Path(sweep_dir), bases, paired, maps, _bool(wait, where, "wait"))
+    rows = read_json(paths[2], rows=True)
+    mixed = mixed_precision(rows)
+    if mixed:
+        warnings.warn(mixed, stacklevel=2)
+    return rows
+
+
+def _text(value, where: str, what: str) -> str:
+    if not isinstance(value, (str, os.PathLike)):
+        raise LmlowError(f"{where}: {what} = {value!r}: expected text")
+    return os.fspath(value)
+
+
+def _bool(value, where: str, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise LmlowError(f"{where}: {what} = {value!r}: expected true or false")
+    return value
+
+
+def _int(value, where: str, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise LmlowError(f"{where}: {what} = {value!r}: expected an integer")
+    return value
+
+
+def _ints(value, where: str) -> tuple:
+    items = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(items, (list, tuple, range)) or not items or \
+            any(isinstance(v, bool) or not isinstance(v, int) for v in items):
+        raise LmlowError(f"{where}: seeds = {value!r}: expected an integer or a list of them")
+    return tuple(items)
+
+
+def _values(value, where: str) -> tuple | None:
+    """The unk grid's K values or the datasize grid's fractions, as the flag's text gives them."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, (int, float, str)) and not isinstance(value, bool) else value
+    if not isinstance(items, (list, tuple)) or not items or \
+            any(isinstance(v, bool) or not isinstance(v, (int, float, str)) for v in items):
+        raise LmlowError(f"{where}: values = {value!r}: expected a number or a list of them")
+    return tuple(str(v) for v in items)

@@ -1,0 +1,95 @@
+"""The Python API (lmlow.embed, fit_ngram, fit_sweep, results) makes what the commands make,
+to the bit, and refuses a bad key or value in one line before writing anything."""
+import json
+
+import pytest
+from conftest import cli
+
+import lmlow
+from lmlow.errors import LmlowError
+
+GRID = """
+[runs.standard]
+tie = true
+init = ["random"]
+
+[runs.ours]
+tie = false
+freeze_input = true
+init = ["glove", "glove-output"]
+"""
+
+
+def test_embed_and_fit_ngram_make_what_embed_and_ngram_make(speech_corpus, vectors, tmp_path,
+                                                             capsys):
+    text = speech_corpus / "train.txt"
+    got = lmlow.embed(text, tmp_path / "api.txt", quiet=True, dim=8, epochs=2, min_count=2,
+                      threads=1, seed=4)
+    code, _, err = cli("embed", text, "--out", tmp_path / "cmd.txt", "--dim", "8", "--epochs", "2",
+                       "--min-count", "2", "--threads", "1", "--seed", "4", capsys=capsys)
+    assert code == 0, err
+    assert (tmp_path / "api.txt").read_bytes() == (tmp_path / "cmd.txt").read_bytes()
+    assert got["files"] == [str(tmp_path / "api.txt"), str(tmp_path / "api.npz")]
+    rows = (tmp_path / "api.txt").read_text().splitlines()
+    assert got["vocabulary"] == len(rows) and len(got["costs"]) == 2 and got["config"]["dim"] == 8
+
+    # the vectors' words in the vocabulary, given as a Path as a config file gives its text
+    cfg = lmlow.fit_ngram(speech_corpus, tmp_path / "kn-api", quiet=True, order=3,
+                          extend_vocab=True, embeddings=vectors)
+    code, _, err = cli("ngram", speech_corpus, "--out", tmp_path / "kn-cmd", "--order", "3",
+                       "--extend-vocab", "--embeddings", vectors, "--quiet", capsys=capsys)
+    assert code == 0, err
+    for name in ("model.arpa", "vocab.txt"):
+        assert (tmp_path / "kn-api" / name).read_bytes() == (tmp_path / "kn-cmd" / name).read_bytes()
+    assert cfg == json.loads((tmp_path / "kn-api" / "config.json").read_text())
+    assert cfg["order"] == 3 and cfg["extend_vocab"]
+    a, b = (lmlow.load(tmp_path / k).evaluate("valid").perplexity for k in ("kn-api", "kn-cmd"))
+    assert a == b and 1 < a < 5000
+
+    with pytest.raises(LmlowError, match=r"^lmlow.embed: dim = '8': expected an integer$"):
+        lmlow.embed(text, tmp_path / "bad.txt", dim="8")
+    with pytest.raises(LmlowError, match=r"^lmlow.embed: texts = 3: expected a path or a list"):
+        lmlow.embed(3, tmp_path / "bad.txt")
+    with pytest.raises(LmlowError, match=r"^lmlow.fit_ngram: unknown setting 'orders'$"):
+        lmlow.fit_ngram(speech_corpus, tmp_path / "bad", orders=3)
+    assert not list(tmp_path.glob("bad*"))
+
+
+def test_fit_sweep_and_results_make_what_sweep_and_report_make(speech_corpus, vectors, tmp_path,
+                                                               capsys):
+    (tmp_path / "grid.toml").write_text(GRID)
+    states = lmlow.fit_sweep(speech_corpus, tmp_path / "api", tmp_path / "grid.toml", seeds=[1],
+                             preset="tiny", embeddings=vectors, quiet=True, max_steps=4,
+                             threads=1)
+    assert [(s["run"], s["state"]) for s in states] == [("standard.seed1", "finished"),
+                                                        ("ours.seed1", "finished")]
+    code, _, err = cli("sweep", speech_corpus, "--grid", tmp_path / "grid.toml", "--out",
+                       tmp_path / "cmd", "--preset", "tiny", "--embeddings", vectors,
+                       "--max-steps", "4", "--threads", "1", capsys=capsys)
+    assert code == 0, err
+    for run in ("standard.seed1", "ours.seed1"):
+        a, b = (json.loads((tmp_path / k / run / "config.json").read_text()) for k in ("api", "cmd"))
+        assert a == b
+        a, b = ((tmp_path / k / run / "metrics.jsonl").read_text().splitlines() for k in ("api", "cmd"))
+        assert [json.loads(r)["valid_ppl"] for r in a] == [json.loads(r)["valid_ppl"] for r in b]
+    plan = [(json.loads((tmp_path / k / "sweep.json").read_text())) for k in ("api", "cmd")]
+    assert plan[0] == plan[1]
+
+    rows = lmlow.results(tmp_path / "api", paired="standard")
+    code, _, err = cli("report", tmp_path / "cmd", "--paired", "standard", capsys=capsys)
+    assert code == 0, err
+    assert rows == json.loads((tmp_path / "api" / "results.json").read_text())
+    theirs = json.loads((tmp_path / "cmd" / "results.json").read_text())
+    assert [(r["configuration"], r["valid ppl"], r["test ppl"]) for r in rows] == \
+        [(r["configuration"], r["valid ppl"], r["test ppl"]) for r in theirs]
+
+    for bad, message in [(dict(seed=2), r"seed is set by the sweep \(its own argument or one per "
+                                        r"run\), not a setting for every run"),
+                         (dict(seeds="1"), r"seeds = '1': expected an integer or a list of them"),
+                         (dict(max_steps="4"), r"max_steps = '4': expected an integer"),
+                         (dict(unigram="yes"), r"unigram = 'yes': expected true or false")]:
+        with pytest.raises(LmlowError, match=rf"^lmlow.fit_sweep: {message}$"):
+            lmlow.fit_sweep(speech_corpus, tmp_path / "bad", "six", **{"preset": "tiny", **bad})
+    with pytest.raises(LmlowError, match=r"^lmlow.results: paired = 1: expected text$"):
+        lmlow.results(tmp_path / "api", paired=1)
+    assert not (tmp_path / "bad").exists()
