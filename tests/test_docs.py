@@ -1,11 +1,15 @@
 """The documentation cannot drift from the code: every `lmlow` command line in the fenced
 ``sh`` blocks of README.md and docs/*.md is read by the real parser (flags that exist, values
-in their ranges), and the README's end-to-end example runs on the bundled corpus."""
+in their ranges), every `lmlow.NAME(...)` call of the ``python`` blocks names the API and keys
+it takes, and the README's end-to-end example runs on the bundled corpus."""
+import ast
+import inspect
 import os
 import re
 import shlex
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -63,6 +67,63 @@ def test_every_documented_command_line_parses(page, argv, capsys):
         build_parser().parse_args(argv)
     except SystemExit as e:
         pytest.fail(f"{page}: `lmlow {' '.join(argv)}` does not parse: {capsys.readouterr().err}")
+
+
+def python_calls() -> list[tuple[Path, ast.Call]]:
+    """The ``lmlow.NAME(...)`` calls of the pages' fenced ```python blocks."""
+    calls = []
+    for page in PAGES:
+        for block in re.findall(r"^```python\n(.*?)^```", page.read_text(), flags=re.S | re.M):
+            calls += [(page.relative_to(ROOT), node) for node in ast.walk(ast.parse(block))
+                      if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                      and isinstance(node.func.value, ast.Name) and node.func.value.id == "lmlow"]
+    return calls
+
+
+def test_every_documented_python_call_takes_what_the_page_gives_it():
+    """Each documented ``lmlow.NAME(...)`` is a public name whose signature accepts the call's
+    arguments; a key it passes on as settings is a field of its command's settings, and a
+    literal value has that field's type (a renamed key or a quoted number fails here)."""
+    import lmlow
+    from lmlow.config import Config, check_settings
+    from lmlow.errors import LmlowError
+    from lmlow.glove import GloveConfig
+    from lmlow.ngram import NgramOptions
+    from lmlow.runs import LSTMRun
+
+    passed_on = {"fit": Config, "resume": Config, "fit_sweep": Config, "embed": GloveConfig,
+                 "fit_ngram": NgramOptions}
+    calls = python_calls()
+    assert len(calls) >= 15 and {c.func.attr for _, c in calls} >= {"fit", "fit_sweep", "load"}
+    for page, call in calls:
+        name, where = call.func.attr, f"{page}: lmlow.{call.func.attr}"
+        assert name in lmlow.__all__, f"{where}: not in lmlow.__all__"
+        signature = inspect.signature(getattr(lmlow, name))
+        keys = {k.arg: k.value for k in call.keywords}
+        try:
+            bound = signature.bind(*call.args, **keys)
+        except TypeError as e:
+            pytest.fail(f"{where}: {e}")
+        extra = next((v for p, v in bound.arguments.items()
+                      if signature.parameters[p].kind == inspect.Parameter.VAR_KEYWORD), {})
+        if name == "load":          # the LSTM run's own options
+            lstm = inspect.signature(LSTMRun).parameters
+            assert set(extra) <= set(lstm), f"{where}: {sorted(set(extra) - set(lstm))}"
+            continue
+        assert not extra or name in passed_on, f"{where}: takes no settings: {sorted(extra)}"
+        cls = passed_on.get(name)
+        unknown = sorted(set(extra) - {f.name for f in fields(cls)}) if extra else []
+        assert not unknown, f"{where}: unknown settings {unknown}"
+        literal = {}
+        for key, node in extra.items():
+            try:
+                literal[key] = ast.literal_eval(node)
+            except ValueError:      # a name or an expression: its key is checked above
+                pass
+        try:
+            check_settings(literal, where, cls)
+        except LmlowError as e:
+            pytest.fail(str(e))
 
 
 def test_the_line_reader_finds_commands_and_skips_the_rest():
