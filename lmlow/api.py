@@ -29,6 +29,10 @@ def _paths(value, where: str, what: str) -> list[Path]:
     return [Path(v) for v in items]
 
 
+def _path(value, where: str, what: str) -> Path:
+    return Path(_text(value, where, what))
+
+
 def _silent(*_args, **_kwargs) -> None:
     return None
 
@@ -44,10 +48,10 @@ def embed(texts, out, force: bool = False, quiet: bool = False, tmp_dir=None,
     from lmlow.glove import GloveConfig, embed as train_vectors
 
     where = "lmlow.embed"
-    texts = _paths(texts, where, "texts")
+    texts, out = _paths(texts, where, "texts"), _path(out, where, "out")
     cfg = GloveConfig(**check_settings(file_values(settings), where, GloveConfig))
-    report, files = train_vectors(texts, Path(out), cfg, None if tmp_dir is None else Path(tmp_dir),
-                                  force, show_progress=not quiet)
+    work = None if tmp_dir is None else _path(tmp_dir, where, "tmp_dir")
+    report, files = train_vectors(texts, out, cfg, work, force, show_progress=not quiet)
     return {**asdict(report), "files": [str(f) for f in files]}
 
 
@@ -59,8 +63,10 @@ def fit_ngram(corpus, out, force: bool = False, quiet: bool = False, **settings)
     command lines, seconds, lmplz's peak memory); ``lmlow.load(out)`` scores with it."""
     from lmlow.ngram import NgramOptions, train_ngram
 
-    options = check_settings(file_values(settings), "lmlow.fit_ngram", NgramOptions)
-    return asdict(train_ngram(Path(corpus), Path(out), force=force, quiet=quiet, **options))
+    where = "lmlow.fit_ngram"
+    corpus, out = _path(corpus, where, "corpus"), _path(out, where, "out")
+    options = check_settings(file_values(settings), where, NgramOptions)
+    return asdict(train_ngram(corpus, out, force=force, quiet=quiet, **options))
 
 
 # Config's keys a sweep sets itself: the corpus and the seeds are fit_sweep's own arguments,
@@ -84,13 +90,14 @@ def fit_sweep(corpus, out, grid, seeds=1, preset: str = "small", embeddings=(), 
     if mine:
         raise LmlowError(f"{where}: {mine[0]} is set by the sweep (its own argument or one per "
                          "run), not a setting for every run")
+    corpus, out = _path(corpus, where, "corpus"), _path(out, where, "out")
     extra = check_settings(file_values(settings), where, Config)
     vectors = () if embeddings in (None, (), []) else _paths(embeddings, where, "embeddings")
     opts = SweepOptions(grid=_text(grid, where, "grid"), preset=_text(preset, where, "preset"),
-                        embeddings=tuple(str(p) for p in vectors), seeds=_ints(seeds, where), values=_values(values, where),
-                        unigram=_bool(unigram, where, "unigram"), jobs=_int(jobs, where, "jobs"))
-    out = Path(out)
-    runs = opts.validate().plan(Path(corpus), out, extra)
+                        embeddings=tuple(str(p) for p in vectors), seeds=_ints(seeds, where),
+                        values=_values(values, where), unigram=_bool(unigram, where, "unigram"),
+                        jobs=_int(jobs, where, "jobs"))
+    runs = opts.validate().plan(corpus, out, extra)
     Local(opts.jobs, extra.get("threads")).run(runs, out, log=_silent if quiet else print)
     return Local.status(out)
 
@@ -107,12 +114,13 @@ def results(sweep_dir, baselines=None, paired: str | None = None,
     from lmlow.report import mixed_precision, write_report
 
     where = "lmlow.results"
+    sweep_dir = _path(sweep_dir, where, "sweep_dir")
     bases = None if baselines in (None, (), []) else _paths(baselines, where, "baselines")
     maps = (_bool(map_unseen_inputs, where, "map_unseen_inputs"),
             _bool(map_unseen_outputs, where, "map_unseen_outputs"))
     if paired is not None:
         paired = _text(paired, where, "paired")
-    paths = write_report(Path(sweep_dir), bases, paired, maps, _bool(wait, where, "wait"))
+    paths = write_report(sweep_dir, bases, paired, maps, _bool(wait, where, "wait"))
     rows = read_json(paths[2], rows=True)
     mixed = mixed_precision(rows)
     if mixed:
@@ -121,8 +129,9 @@ def results(sweep_dir, baselines=None, paired: str | None = None,
 
 
 def _text(value, where: str, what: str) -> str:
+    """A name or a path, as text."""
     if not isinstance(value, (str, os.PathLike)):
-        raise LmlowError(f"{where}: {what} = {value!r}: expected text")
+        raise LmlowError(f"{where}: {what} = {value!r}: expected text or a path")
     return os.fspath(value)
 
 
@@ -150,7 +159,8 @@ def _values(value, where: str) -> tuple | None:
     """The unk grid's K values or the datasize grid's fractions, as the flag's text gives them."""
     if value is None:
         return None
-    items = [value] if isinstance(value, (int, float, str)) and not isinstance(value, bool) else value
+    one = isinstance(value, (int, float, str)) and not isinstance(value, bool)
+    items = [value] if one else value
     if not isinstance(items, (list, tuple)) or not items or \
             any(isinstance(v, bool) or not isinstance(v, (int, float, str)) for v in items):
         raise LmlowError(f"{where}: values = {value!r}: expected a number or a list of them")

@@ -90,6 +90,8 @@ def test_fit_sweep_and_results_make_what_sweep_and_report_make(speech_corpus, ve
                          (dict(unigram="yes"), r"unigram = 'yes': expected true or false")]:
         with pytest.raises(LmlowError, match=rf"^lmlow.fit_sweep: {message}$"):
             lmlow.fit_sweep(speech_corpus, tmp_path / "bad", "six", **{"preset": "tiny", **bad})
-    with pytest.raises(LmlowError, match=r"^lmlow.results: paired = 1: expected text$"):
+    with pytest.raises(LmlowError, match=r"^lmlow.results: paired = 1: expected text or a path$"):
         lmlow.results(tmp_path / "api", paired=1)
+    with pytest.raises(LmlowError, match=r"^lmlow.fit_sweep: out = None: expected text or a "):
+        lmlow.fit_sweep(speech_corpus, None, "six", preset="tiny")
     assert not (tmp_path / "bad").exists()
