@@ -22,6 +22,7 @@ from pathlib import Path
 from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, Config, EmbeddingRoles, arch_of,
                           build_config, check_settings, check_values, ignored_by, load_table,
                           same_run_differs, setting, table1_configurations)
+from lmlow.data.corpus import SPLITS
 from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.files import atomic_write_json, make_folder, read_json
 from lmlow.flags import int_list, str_list
@@ -279,10 +280,28 @@ def record_plan(runs: list[Run], out: Path) -> None:
     and replaces those of the same name in their place (so that the file, often committed,
     changes only where the plan does), so a report never calls a partial table complete."""
     runs = [as_started(r, out) for r in runs]
+    check_inputs(runs, out)
     make_folder(out)
     new = {r.folder: r for r in runs}
     merged = [new.pop(r.folder, r) for r in load_plan(out) or []] + list(new.values())
     atomic_write_json(SweepDir(out).plan_file, [r.__dict__ for r in merged])
+
+
+def check_inputs(runs: list[Run], out: Path) -> None:
+    """The corpus and vectors of every run still to train, checked before the sweep writes
+    anything: a missing one failed each run in turn, after the plan, the logs and the runs that
+    do not read it (``standard`` needs no vectors) had been made."""
+    todo = [r.settings for r in runs if not RunDir(out / r.folder).finished]
+    for corpus in sorted({s["corpus"] for s in todo if s.get("corpus")}):
+        if not Path(corpus).is_dir():
+            raise LmlowError(f"{corpus}: no such corpus folder (expected train.txt, valid.txt, "
+                             "test.txt)")
+        missing = [split for split in SPLITS if not (Path(corpus) / f"{split}.txt").is_file()]
+        if missing:
+            raise LmlowError(f"{corpus}: missing {missing[0]}.txt")
+    for vectors in sorted({s["embeddings"] for s in todo if s.get("embeddings")}):
+        if not Path(vectors).is_file():
+            raise LmlowError(f"--embeddings {vectors}: no such file")
 
 
 def load_plan(out: Path) -> list[Run] | None:

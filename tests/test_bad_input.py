@@ -160,6 +160,13 @@ CASES = [
     (["sweep", "C", "--grid", "six", "--out", "O", "--jobs", "0"], "--jobs", "O"),
     (["sweep", "C", "--grid", "G", "--out", "O"], "[runs.NAME]", "O"),
     (["sweep", "C", "--grid", "six", "--out", "O"], "needs --embeddings", "O"),
+    # what the runs read, checked before the plan, the logs or a run that does not read it
+    (["sweep", "X", "--grid", "six", "--out", "O", "--embeddings", "V", "--preset", "tiny",
+      "--max-steps", "1"], "X: no such corpus folder", "O"),
+    (["sweep", "C", "--grid", "six", "--out", "O", "--embeddings", "X/v.txt", "--preset", "tiny",
+      "--max-steps", "1"], "X/v.txt: no such file", "O"),
+    (["sweep", "D", "--grid", "six", "--out", "O", "--embeddings", "V", "--preset", "tiny",
+      "--max-steps", "1"], "D: missing train.txt", "O"),
     (["report", "D"], "no finished runs", None),
     # analyze, compare, generate, bias-sweep
     (["analyze", "N"], "not an lstm run", None),

@@ -3,7 +3,7 @@ import csv
 import json
 
 import pytest
-from conftest import lmlow
+from conftest import lmlow, write_corpus
 
 from lmlow.errors import LmlowError
 from lmlow.sweep import SIX, config_name, grid, plan
@@ -300,9 +300,11 @@ def test_a_sweep_folders_plan_is_every_run_ever_planned_into_it(tmp_path):
     replaced where it was, not repeated: the report's 'Partial: N of M' counts them all."""
     from lmlow.sweep import load_plan, record_plan
 
-    first = plan("c", tmp_path, "six", [1], "tiny", ["v.txt"], None, {})
+    c, v = write_corpus(tmp_path / "c", "a b\n", "a\n", "b\n"), tmp_path / "v.txt"
+    v.write_text("a 0.1 0.2\n")        # (what the runs read is checked before a plan is written)
+    first = plan(c, tmp_path, "six", [1], "tiny", [str(v)], None, {})
     record_plan(first, tmp_path)
-    record_plan(plan("c", tmp_path, "six", [1, 2], "tiny", ["v.txt"], None, {"lr": 0.01})[:3], tmp_path)
+    record_plan(plan(c, tmp_path, "six", [1, 2], "tiny", [str(v)], None, {"lr": 0.01})[:3], tmp_path)
     planned = load_plan(tmp_path)
     assert len(planned) == 7 and len({r.folder for r in planned}) == 7   # 6 + standard.seed2
     assert [r.settings.get("lr") for r in planned if r.folder == "standard.seed1"] == [0.01]
