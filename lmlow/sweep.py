@@ -22,7 +22,7 @@ from pathlib import Path
 from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, Config, EmbeddingRoles, arch_of,
                           build_config, check_settings, check_values, ignored_by, load_table,
                           same_run_differs, setting, table1_configurations)
-from lmlow.data.corpus import SPLITS
+from lmlow.data.corpus import check_corpus_folder
 from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.files import atomic_write_json, make_folder, read_json
 from lmlow.flags import int_list, str_list
@@ -293,12 +293,7 @@ def check_inputs(runs: list[Run], out: Path) -> None:
     do not read it (``standard`` needs no vectors) had been made."""
     todo = [r.settings for r in runs if not RunDir(out / r.folder).finished]
     for corpus in sorted({s["corpus"] for s in todo if s.get("corpus")}):
-        if not Path(corpus).is_dir():
-            raise LmlowError(f"{corpus}: no such corpus folder (expected train.txt, valid.txt, "
-                             "test.txt)")
-        missing = [split for split in SPLITS if not (Path(corpus) / f"{split}.txt").is_file()]
-        if missing:
-            raise LmlowError(f"{corpus}: missing {missing[0]}.txt")
+        check_corpus_folder(Path(corpus))
     for vectors in sorted({s["embeddings"] for s in todo if s.get("embeddings")}):
         if not Path(vectors).is_file():
             raise LmlowError(f"--embeddings {vectors}: no such file")

@@ -247,6 +247,23 @@ def fingerprint(root: Path) -> dict:
     return out
 
 
+def split_path(root: Path, split: str) -> Path:
+    """A split's file: ``SPLIT.txt``, or ``SPLIT.txt.gz`` where only that exists."""
+    plain = Path(root) / f"{split}.txt"
+    gz = plain.with_suffix(".txt.gz")
+    return gz if gz.exists() and not plain.exists() else plain
+
+
+def check_corpus_folder(root: Path) -> None:
+    """A folder with the three splits (plain or gzipped), or one line naming what is missing."""
+    root = Path(root)
+    if not root.is_dir():
+        raise LmlowError(f"{root}: no such corpus folder (expected train.txt, valid.txt, test.txt)")
+    for split in SPLITS:
+        if not split_path(root, split).exists():
+            raise LmlowError(f"{root}: missing {split}.txt")
+
+
 class Corpus:
     """A folder with train.txt, valid.txt and test.txt, read under one UNK threshold K.
 
@@ -257,11 +274,7 @@ class Corpus:
     def __init__(self, root: Path, unk_threshold: int = 0, extra_words: Iterable[str] = (),
                  vocab: Vocabulary | None = None, show_progress: bool = True):
         self.root = Path(root)
-        if not self.root.is_dir():
-            raise LmlowError(f"{self.root}: no such corpus folder (expected train.txt, valid.txt, test.txt)")
-        for split in SPLITS:
-            if not self.path(split).exists():
-                raise LmlowError(f"{self.root}: missing {split}.txt")
+        check_corpus_folder(self.root)
         if unk_threshold < 0:
             raise LmlowError(f"UNK threshold must be >= 0, got {unk_threshold}")
         self.unk_threshold = unk_threshold
@@ -273,9 +286,7 @@ class Corpus:
     def path(self, split: str) -> Path:
         if split not in SPLITS:
             raise LmlowError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-        plain = self.root / f"{split}.txt"
-        gz = plain.with_suffix(".txt.gz")
-        return gz if gz.exists() and not plain.exists() else plain
+        return split_path(self.root, split)
 
     def counts(self, split: str = "train") -> WordCounts:
         return count_words(self.path(split), self.show_progress)
