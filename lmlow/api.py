@@ -93,10 +93,11 @@ def fit_sweep(corpus, out, grid, seeds=1, preset: str = "small", embeddings=(), 
     corpus, out = _path(corpus, where, "corpus"), _path(out, where, "out")
     extra = check_settings(file_values(settings), where, Config)
     vectors = () if embeddings in (None, (), []) else _paths(embeddings, where, "embeddings")
-    opts = SweepOptions(grid=_text(grid, where, "grid"), preset=_text(preset, where, "preset"),
-                        embeddings=tuple(str(p) for p in vectors), seeds=_ints(seeds, where),
-                        values=_values(values, where), unigram=_bool(unigram, where, "unigram"),
-                        jobs=_int(jobs, where, "jobs"))
+    # the options of one type each are checked as a config file's; the lists take one or many
+    own = check_settings(file_values(dict(grid=grid, preset=preset, unigram=unigram, jobs=jobs)),
+                         where, SweepOptions)
+    opts = SweepOptions(**own, embeddings=tuple(str(p) for p in vectors),
+                        seeds=_ints(seeds, where), values=_values(values, where))
     runs = opts.validate().plan(corpus, out, extra)
     Local(opts.jobs, extra.get("threads")).run(runs, out, log=_silent if quiet else print)
     return Local.status(out)
@@ -138,12 +139,6 @@ def _text(value, where: str, what: str) -> str:
 def _bool(value, where: str, what: str) -> bool:
     if not isinstance(value, bool):
         raise LmlowError(f"{where}: {what} = {value!r}: expected true or false")
-    return value
-
-
-def _int(value, where: str, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise LmlowError(f"{where}: {what} = {value!r}: expected an integer")
     return value
 
 
