@@ -27,6 +27,9 @@ COLUMNS = ["configuration", "tie", "input", "output", "unigram bias", "seeds", "
 
 def run_folders(sweep_dir: Path) -> list[RunDir]:
     """The finished runs of a sweep folder."""
+    if not Path(sweep_dir).is_dir():
+        what = "not a folder" if Path(sweep_dir).exists() else "no such folder"
+        raise LmlowError(f"{sweep_dir}: {what}; expected a sweep folder (run folders inside)")
     runs = (RunDir(p) for p in sorted(Path(sweep_dir).iterdir()) if p.is_dir())
     return [r for r in runs if r.finished]
 

@@ -167,7 +167,10 @@ CASES = [
       "--max-steps", "1"], "X/v.txt: no such file", "O"),
     (["sweep", "D", "--grid", "six", "--out", "O", "--embeddings", "V", "--preset", "tiny",
       "--max-steps", "1"], "D: missing train.txt", "O"),
+    (["sweep", "C", "--grid", "X/g.toml", "--out", "O"], "X/g.toml: no such file", "O"),
     (["report", "D"], "no finished runs", None),
+    (["report", "X"], "X: no such folder", None),
+    (["report", "F"], "F: not a folder", None),
     # analyze, compare, generate, bias-sweep
     (["analyze", "N"], "not an lstm run", None),
     (["analyze", "R", "--tokens", "-1"], "--tokens", None),
