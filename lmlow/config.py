@@ -65,6 +65,10 @@ def require_vectors_for_extend(extend_vocab: bool, embeddings) -> None:
         raise LmlowError("--extend-vocab needs --embeddings FILE")
 
 
+# Seeds are what numpy's SeedSequence and torch.manual_seed both take: 32-bit, not negative
+SEED_RANGE = "[0, 4294967295]"
+
+
 @dataclass
 class Config:
     # data
@@ -171,7 +175,7 @@ class Config:
         "alpha": "[0, inf)", "beta": "[0, inf)", "batch_size": "[1, inf)", "bptt": "[1, inf)",
         "eval_batch_size": "[1, inf)", "max_epochs": "[0, inf)", "max_time": "[0, inf)",
         "max_steps": "[0, inf)", "patience": "[0, inf)", "min_improvement": "[0, 1)", "eval_every": "[0, inf)",
-        "seed": "[0, 4294967295]", "threads": "[0, inf)"}
+        "seed": SEED_RANGE, "threads": "[0, inf)"}
     CHOICES: typing.ClassVar[dict[str, tuple[str, ...]]] = {
         "freeze_input_rows": ("all", "pretrained"), "arch": tuple(ARCHS),
         "optimizer": ("sgd", "adam", "adamw"), "schedule": ("none", "step", "plateau", "cosine"),

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lmlow.config import check_values, in_range, setting
+from lmlow.config import SEED_RANGE, check_values, in_range, setting
 from lmlow.errors import LmlowError
 
 
@@ -70,7 +70,7 @@ class GenerateOptions:
     samples: int = setting(1, "number of samples", metavar="N")
     seed: int = setting(1, "random seed: the same seed gives the same text, and sample i is "
                         "the same whatever --samples is")
-    RANGES: typing.ClassVar[dict] = {"words": "[0, inf)", "samples": "[1, inf)"}
+    RANGES: typing.ClassVar[dict] = {"words": "[0, inf)", "samples": "[1, inf)", "seed": SEED_RANGE}
 
     def validate(self) -> "GenerateOptions":
         check_values(self)
@@ -92,7 +92,7 @@ class BiasSweepOptions:
     prompt: str = setting("", "text every sample continues (none: the start of a text)",
                           metavar="TEXT")
     split: str = setting("test", "split of the perplexity column")
-    RANGES: typing.ClassVar[dict] = {"words": "[1, inf)", "samples": "[1, inf)"}
+    RANGES: typing.ClassVar[dict] = {"words": "[1, inf)", "samples": "[1, inf)", "seed": SEED_RANGE}
     CHOICES: typing.ClassVar[dict] = {"split": ("train", "valid", "test")}
 
     def validate(self) -> "BiasSweepOptions":

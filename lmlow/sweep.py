@@ -19,9 +19,10 @@ import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, Config, EmbeddingRoles, arch_of,
-                          build_config, check_settings, check_values, ignored_by, load_table,
-                          same_run_differs, setting, table1_configurations)
+from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, SEED_RANGE, Config, EmbeddingRoles,
+                          arch_of, build_config, check_settings, check_values, ignored_by,
+                          in_range, load_table, same_run_differs, setting,
+                          table1_configurations)
 from lmlow.data.corpus import check_corpus_folder
 from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.files import atomic_write_json, make_folder, read_json
@@ -59,7 +60,7 @@ class SweepOptions:
     preset: str = setting("small", "defaults of every run")
     embeddings: tuple = setting((), "vectors for pretrained configurations (several for "
                                 "--grid pretrain)", parse=_names, metavar="FILE[,FILE...]")
-    seeds: tuple = setting((1,), "comma-separated seeds, each in [0, 4294967295]",
+    seeds: tuple = setting((1,), f"comma-separated seeds, each in {SEED_RANGE}",
                            parse=_ints, metavar="LIST")
     values: tuple | None = setting(None, "the unk grid's K values or the datasize grid's "
                                    "fractions, comma-separated", parse=_names, metavar="LIST")
@@ -164,9 +165,9 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
     runs = []
     if len(set(seeds)) != len(seeds):
         raise LmlowError(f"--seeds {','.join(map(str, seeds))}: a seed is listed twice")
-    bad = [s for s in seeds if not 0 <= s <= 4294967295]
+    bad = [s for s in seeds if not in_range(s, SEED_RANGE)]
     if bad:
-        raise LmlowError(f"--seeds: {bad[0]} is outside [0, 4294967295]")
+        raise LmlowError(f"--seeds: {bad[0]} is outside {SEED_RANGE}")
     configurations = [(name, settings, labels, arch_of({**extra, **settings}, preset))
                       for name, settings, labels in grid(grid_name, embeddings, values)]
     for key, value in extra.items():

@@ -180,6 +180,8 @@ CASES = [
     (["generate", "R", "--top-p", "0"], "--top-p", None),
     (["generate", "R", "--temperature", "-1"], "--temperature", None),
     (["generate", "R", "--words", "-1"], "--words", None),
+    (["generate", "R", "--seed", "-1"], "--seed -1", None),       # numpy's traceback before
+    (["bias-sweep", "R", "--seed", "4294967296"], "--seed 4294967296", None),
     (["bias-sweep", "R", "--lambdas", "1,1"], "--lambdas", None),
     (["bias-sweep", "R", "--lambdas", "1,nan"], "--lambdas", None),
     # an output where the first name that exists is a dangling link (mkdir's "File exists"
