@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from lmlow.errors import LmlowError, Terminated, check_stop, request_stop
+from lmlow.errors import LmlowError, Terminated, check_stop, out_of_memory, request_stop
 from lmlow.flags import settings_from
 from lmlow.parsers import build_parser
 
@@ -258,6 +258,12 @@ def _run(args) -> int:
         return getattr(e, "exit_code", 1)
     except (OSError, KeyboardInterrupt, Terminated) as e:
         return _stopped(e, args.debug)
+    except (RuntimeError, MemoryError) as e:         # an allocation too large for the machine
+        line = out_of_memory(e)
+        if line is None or args.debug:
+            raise
+        print(f"lmlow: error: {line}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,5 +1,6 @@
 """The one exception type users see: the CLI prints its message as one line, no traceback;
 and how a command hears SIGINT and SIGTERM."""
+import re
 import signal
 from contextlib import contextmanager
 
@@ -20,6 +21,29 @@ class Interrupted(LmlowError):
 class Terminated(BaseException):
     """SIGTERM, raised where the command is, so its cleanup runs (temporary files removed,
     child programs killed) as for Ctrl-C; not an Exception, so nothing swallows it."""
+
+
+# torch's CPU allocator ("you tried to allocate 51200000000 bytes"), its CUDA allocator ("Tried
+# to allocate 2.00 GiB") and numpy ("Unable to allocate 37.3 GiB for an array ...")
+_ALLOCATION = re.compile(r"(?:tried to|unable to) allocate ([0-9.]+ ?(?:bytes|[KMGTP]i?B))", re.I)
+
+
+def out_of_memory(e: BaseException) -> str | None:
+    """One line for an allocation that failed (a model, a batch or a table too large for the
+    machine), or None for any other error: torch raises these as RuntimeError (CPU) or
+    OutOfMemoryError (CUDA) with a page of allocator detail, numpy as MemoryError."""
+    text = str(e)
+    gpu = type(e).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text
+    if not (gpu or isinstance(e, MemoryError) or "can't allocate memory" in text):
+        return None
+    found = _ALLOCATION.search(text)
+    size = found.group(1) if found else ""
+    if size.endswith("bytes"):
+        n = int(float(size.split()[0]))
+        size = f"{n / 2**40:.1f} TiB" if n >= 2**40 else f"{n / 2**30:.1f} GiB"
+    asked = f": could not allocate {size} more" if size else ""
+    return (f"out of {'GPU ' if gpu else ''}memory{asked}; a smaller model (--hidden-size, --emb-size, "
+            "vocabulary), --batch-size or --eval-batch-size needs less")
 
 
 _stop_requested = False

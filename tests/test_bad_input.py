@@ -43,6 +43,9 @@ CASES = [
     # a K above every word's count (once a model of <unk> and <eos>, valid perplexity 1.99)
     (["unk", "C", "--out", "O", "--threshold", "100000000"], "UNK threshold 100000000", "O"),
     (["train", "C", "--out", "O", "--unk-threshold", "100000000"], "every token would be <unk>", "O"),
+    # a model larger than the machine: torch's allocator error, a page long before
+    (["train", "C", "--out", "O", "--preset", "tiny", "--hidden-size", "100000000"],
+     "out of memory: could not allocate", "O"),
     (["ngram", "C", "--out", "O", "--unk-threshold", "100000000"], "every token would be <unk>", "O"),
     (["stats", "C", "--thresholds", "1,x"], "--thresholds", None),
     (["stats", "C", "--pretrain", "X/p.txt"], "X/p.txt: no such file", None),

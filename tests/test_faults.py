@@ -280,3 +280,29 @@ def test_malicious_pickles_are_not_executed(corpus, tmp_path):
     r = lmlow("eval", run, cache=cache)
     assert r.returncode == 1 and "best.pt" in r.stderr and r.stderr.count("\n") == 1
     assert not marker.exists()
+
+
+def test_out_of_memory_is_one_line_with_what_was_asked():
+    """The allocators' own errors (torch on the CPU, numpy) become one line with the size, a
+    CUDA one (its message as torch words it; no GPU here) says GPU; any other error is not
+    mistaken for one."""
+    from lmlow.errors import out_of_memory
+
+    def caught(f):
+        try:
+            f()
+        except BaseException as e:      # noqa: BLE001 - the error itself is the value
+            return e
+        raise AssertionError("no error")
+
+    torch_cpu = caught(lambda: torch.empty(10**13))          # 40 TB: refused, not touched
+    assert out_of_memory(torch_cpu).startswith("out of memory: could not allocate 36.4 TiB")
+    numpy_cpu = caught(lambda: np.empty(10**13))              # float64: 80 TB
+    assert out_of_memory(numpy_cpu).startswith("out of memory: could not allocate 72.8 TiB")
+    cuda = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+                                  "total capacity of 79.10 GiB of which 1.06 GiB is free.")
+    assert out_of_memory(cuda).startswith("out of GPU memory: could not allocate 2.00 GiB")
+    assert out_of_memory(MemoryError()).startswith("out of memory; a smaller model")
+    assert out_of_memory(caught(lambda: torch.ones(2) @ torch.ones(3))) is None
+    assert out_of_memory(ValueError("Unable to allocate 1 GiB")) is None
+
