@@ -16,7 +16,7 @@ import warnings
 from dataclasses import asdict
 from pathlib import Path
 
-from lmlow.config import Config, check_settings, file_values
+from lmlow.config import Config, check_settings, file_values, keyword_errors
 from lmlow.errors import LmlowError
 
 
@@ -49,9 +49,11 @@ def embed(texts, out, force: bool = False, quiet: bool = False, tmp_dir=None,
 
     where = "lmlow.embed"
     texts, out = _paths(texts, where, "texts"), _path(out, where, "out")
-    cfg = GloveConfig(**check_settings(file_values(settings), where, GloveConfig))
+    given = check_settings(file_values(settings), where, GloveConfig)
     work = None if tmp_dir is None else _path(tmp_dir, where, "tmp_dir")
-    report, files = train_vectors(texts, out, cfg, work, force, show_progress=not quiet)
+    with keyword_errors(where, given):
+        report, files = train_vectors(texts, out, GloveConfig(**given), work, force,
+                                      show_progress=not quiet)
     return {**asdict(report), "files": [str(f) for f in files]}
 
 
@@ -66,7 +68,8 @@ def fit_ngram(corpus, out, force: bool = False, quiet: bool = False, **settings)
     where = "lmlow.fit_ngram"
     corpus, out = _path(corpus, where, "corpus"), _path(out, where, "out")
     options = check_settings(file_values(settings), where, NgramOptions)
-    return asdict(train_ngram(corpus, out, force=force, quiet=quiet, **options))
+    with keyword_errors(where, options):
+        return asdict(train_ngram(corpus, out, force=force, quiet=quiet, **options))
 
 
 # Config's keys a sweep sets itself: the corpus and the seeds are fit_sweep's own arguments,
@@ -98,8 +101,9 @@ def fit_sweep(corpus, out, grid, seeds=1, preset: str = "small", embeddings=(), 
                          where, SweepOptions)
     opts = SweepOptions(**own, embeddings=tuple(str(p) for p in vectors),
                         seeds=_ints(seeds, where), values=_values(values, where))
-    runs = opts.validate().plan(corpus, out, extra)
-    Local(opts.jobs, extra.get("threads")).run(runs, out, log=_silent if quiet else print)
+    with keyword_errors(where, {*own, *extra}):
+        runs = opts.validate().plan(corpus, out, extra)
+        Local(opts.jobs, extra.get("threads")).run(runs, out, log=_silent if quiet else print)
     return Local.status(out)
 
 

@@ -16,6 +16,7 @@ import os
 import tomllib
 import types
 import typing
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -257,7 +258,10 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "config") -> "Config":
-        return cls(**check_settings(_settings_only(d), source, cls)).validate()
+        try:
+            return cls(**check_settings(_settings_only(d), source, cls)).validate()
+        except OutOfRange as e:
+            raise e.named(source) from None
 
     def save(self, path: Path, built: dict | None = None) -> None:
         """Write the settings; ``built`` adds what the run found when it built the model
@@ -367,9 +371,35 @@ def in_range(value: float, text: str) -> bool:
             and (value <= hi if hi_in else value < hi))
 
 
+class OutOfRange(LmlowError):
+    """A setting outside its range or choices. Its message names the flag (``--lr -1: must be
+    > 0``); where the value came from a file or a Python call instead, :meth:`named` says so
+    (``run.toml: lr = -1: must be > 0``, ``lmlow.fit: lr = -1: ...``)."""
+
+    def __init__(self, key: str, value, shown: str, rule: str):
+        super().__init__(f"--{key.replace('_', '-')} {shown}: {rule}")
+        self.key, self.value, self.rule = key, value, rule
+
+    def named(self, where) -> LmlowError:
+        return LmlowError(f"{where}: {self.key} = {self.value!r}: {self.rule}")
+
+
+@contextmanager
+def keyword_errors(where: str, keys):
+    """Inside, a range or choice error of one of ``keys`` (settings given as keywords, to a
+    Python function) names the function and the keyword, not the command's flag."""
+    try:
+        yield
+    except OutOfRange as e:
+        if e.key in keys:
+            raise e.named(where) from None
+        raise
+
+
 def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -> None:
     """Every numeric setting of a settings dataclass in its range (finite, NaN refused) and
-    every choice among its choices: one line naming the flag, the value and what is allowed."""
+    every choice among its choices: one line (:class:`OutOfRange`) naming the flag, the value
+    and what is allowed."""
     ranges = ranges if ranges is not None else getattr(obj, "RANGES", {})
     choices = choices if choices is not None else getattr(obj, "CHOICES", {})
     for name, text in ranges.items():
@@ -378,12 +408,11 @@ def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -
             continue
         if not in_range(value, text):
             finite = " and finite" if text.endswith("inf)") and not math.isfinite(value) else ""
-            raise LmlowError(f"--{name.replace('_', '-')} {value:g}: must be "
-                             f"{describe_range(text)}{finite}")
+            raise OutOfRange(name, value, f"{value:g}", f"must be {describe_range(text)}{finite}")
     for name, allowed in choices.items():
-        if getattr(obj, name) not in allowed:
-            raise LmlowError(f"--{name.replace('_', '-')} {getattr(obj, name)!r}: choose one of "
-                             f"{', '.join(allowed)}")
+        value = getattr(obj, name)
+        if value not in allowed:
+            raise OutOfRange(name, value, repr(value), f"choose one of {', '.join(allowed)}")
 
 
 def load_table(path: Path) -> dict:
@@ -569,8 +598,14 @@ def build_config(preset: str | None = None, file: Path | None = None, **override
     from_file = read_settings(file) if file is not None else {}
     values = defaults(preset or from_file.get("preset"))
     values.update(from_file)
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    cfg = Config(**values).validate()
+    given = {k: v for k, v in overrides.items() if v is not None}
+    values.update(given)
+    try:
+        cfg = Config(**values).validate()
+    except OutOfRange as e:                   # the file's value: name the file, not a flag
+        if e.key in from_file and e.key not in given:
+            raise e.named(file) from None
+        raise
     for name, given in overrides.items():
         if given is not None and ignored_by(cfg.arch, name, given):
             raise LmlowError(f"--{name} {given}: only --arch {ARCH_ONLY[name]} has it (this run "

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, SEED_RANGE, Config, EmbeddingRoles,
-                          arch_of, build_config, check_settings, check_values, ignored_by,
-                          in_range, load_table, same_run_differs, setting,
+                          OutOfRange, arch_of, build_config, check_settings, check_values,
+                          ignored_by, in_range, load_table, same_run_differs, setting,
                           table1_configurations)
 from lmlow.data.corpus import check_corpus_folder
 from lmlow.errors import Interrupted, LmlowError, caught_signals
@@ -144,6 +144,25 @@ def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:
     return [(n, check_settings(dict(s), f"{path} [runs.{n}]"), {}) for n, s in runs.items()]
 
 
+def check_run_settings(name: str, settings: dict, grid_name: str, own: set) -> None:
+    """A planned run's settings make a valid configuration, checked before the sweep writes
+    anything (else the sweep folder, its plan and logs were made and each run failed in turn).
+    A value out of range names where it came from: the grid file's run table, the --values of
+    a named grid, or (re-raised as it is) the sweep's own flag."""
+    try:
+        build_config(settings.get("preset"), **{k: v for k, v in settings.items() if k != "preset"})
+    except OutOfRange as e:
+        if e.key in own and grid_name not in GRIDS:
+            raise e.named(f"{grid_name} [runs.{name}]") from None
+        if e.key in own and e.key in VALUES_SET:
+            raise LmlowError(f"--values {e.value:g}: {e.rule} (as --{e.key.replace('_', '-')})") from None
+        raise
+
+
+# What --values sets in the named grids that take it (unk: K; datasize: the fraction)
+VALUES_SET = ("unk_threshold", "train_fraction")
+
+
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
 
 
@@ -174,12 +193,12 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
         if configurations and all(ignored_by(arch, key, value) for *_, arch in configurations):
             raise LmlowError(f"--{key} {value}: only --arch {ARCH_ONLY[key]} has it, and "
                              f"no run of this grid is one; leave it out")
-    for name, settings, labels, arch in configurations:
+    for name, own, labels, arch in configurations:
         check_run_name(name, out)
         # a flag only one backbone reads goes to that backbone's runs (build_config refuses it
         # for the other), so one command can sweep a grid that mixes them
         shared = {k: v for k, v in extra.items() if ARCH_ONLY.get(k, arch) == arch}
-        settings = {"corpus": str(corpus), **shared, **settings}
+        settings = {"corpus": str(corpus), **shared, **own}
         if unigram and "unigram" not in settings.get("init", ()):
             settings["init"] = (*settings.get("init", ("random",)), "unigram")
         # --extend-vocab takes its words from the vectors, so a random configuration gets
@@ -190,6 +209,8 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
             if not embeddings:
                 raise LmlowError(f"configuration {name} needs --embeddings FILE")
             settings["embeddings"] = embeddings[0]
+        check_run_settings(name, {**settings, "seed": seeds[0], "preset": preset}, grid_name,
+                           set(own))
         for seed in seeds:
             runs.append(Run(name, {**settings, "seed": seed, "preset": preset}, seed, labels))
     return runs

@@ -27,7 +27,8 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
                               device_name, fast_matmuls, load_checkpoint, make_scaler,
                               model_sizes, pick_device, pick_precision, precision_name,
                               save_checkpoint)
-from lmlow.config import RESUME_CHANGES, Config, check_settings, file_values, same_run_differs
+from lmlow.config import (RESUME_CHANGES, Config, check_settings, file_values, keyword_errors,
+                          same_run_differs)
 from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
@@ -821,9 +822,10 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
             raise LmlowError(f"{cfg.corpus}: no such corpus folder (the one {run.path} was "
                              "trained on); if it moved, give its new place: `lmlow train "
                              f"NEW_CORPUS --resume {run.path}`")
+        with keyword_errors("lmlow.resume", changes):    # only Python's can be out of range
+            cfg = cfg.validate()
         world, device = join(cfg.device)
-        trainer = Trainer(cfg.validate(), run.path, resume=ck, quiet=quiet, world=world,
-                          device=device)
+        trainer = Trainer(cfg, run.path, resume=ck, quiet=quiet, world=world, device=device)
         if world.main:
             if moved:            # recorded once the resumed run is known to start
                 run.record_corpus(*moved)
@@ -905,9 +907,10 @@ def fit(corpus: str | Path | None, out: str | Path, preset: str | None = None,
     the run is what the command would make: the same defaults, checks, folder and files.
     Returns the run's summary (what ``summary.json`` holds); ``lmlow.load(out)`` scores it."""
     settings = check_settings(file_values(settings), "lmlow.fit")
-    return run_command(None if corpus is None else Path(corpus), Path(out),
-                       config=None if config is None else Path(config), preset=preset,
-                       settings=settings, force=force, quiet=quiet)
+    with keyword_errors("lmlow.fit", settings):
+        return run_command(None if corpus is None else Path(corpus), Path(out),
+                           config=None if config is None else Path(config), preset=preset,
+                           settings=settings, force=force, quiet=quiet)
 
 
 def _check_launchable(cfg: Config, out: Path, force: bool, nproc: int) -> None:

@@ -52,6 +52,10 @@ def test_embed_and_fit_ngram_make_what_embed_and_ngram_make(speech_corpus, vecto
         lmlow.embed(3, tmp_path / "bad.txt")
     with pytest.raises(LmlowError, match=r"^lmlow.fit_ngram: unknown setting 'orders'$"):
         lmlow.fit_ngram(speech_corpus, tmp_path / "bad", orders=3)
+    with pytest.raises(LmlowError, match=r"^lmlow.embed: dim = 0: must be >= 1$"):
+        lmlow.embed(text, tmp_path / "bad.txt", dim=0)
+    with pytest.raises(LmlowError, match=r"^lmlow.fit_ngram: order = 9: must be in \[2, 6\]$"):
+        lmlow.fit_ngram(speech_corpus, tmp_path / "bad", order=9)
     assert not list(tmp_path.glob("bad*"))
 
 
@@ -87,9 +91,13 @@ def test_fit_sweep_and_results_make_what_sweep_and_report_make(speech_corpus, ve
                                         r"run\), not a setting for every run"),
                          (dict(seeds="1"), r"seeds = '1': expected an integer or a list of them"),
                          (dict(max_steps="4"), r"max_steps = '4': expected an integer"),
-                         (dict(unigram="yes"), r"unigram = 'yes': expected true or false")]:
+                         (dict(unigram="yes"), r"unigram = 'yes': expected true or false"),
+                         # ranges: checked before the plan (lr = -1 failed every run, after it)
+                         (dict(jobs=0), r"jobs = 0: must be >= 1"),
+                         (dict(lr=-1.0), r"lr = -1.0: must be > 0")]:
         with pytest.raises(LmlowError, match=rf"^lmlow.fit_sweep: {message}$"):
-            lmlow.fit_sweep(speech_corpus, tmp_path / "bad", "six", **{"preset": "tiny", **bad})
+            lmlow.fit_sweep(speech_corpus, tmp_path / "bad", "six", embeddings=vectors,
+                            **{"preset": "tiny", **bad})
     with pytest.raises(LmlowError, match=r"^lmlow.results: paired = 1: expected text or a path$"):
         lmlow.results(tmp_path / "api", paired=1)
     with pytest.raises(LmlowError, match=r"^lmlow.fit_sweep: out = None: expected text or a "):

@@ -16,7 +16,8 @@ from conftest import cli, write_corpus
 # path, F an existing plain file, B a non-UTF-8 corpus, NAN NaN vectors, T a TOML file with
 # lr = "fast", U a TOML file with an unknown key, G a malformed grid file, K a pickle, D an
 # empty folder, M the corpus with its train split changed, L a link to nothing, W a
-# vectors file of words without values.
+# vectors file of words without values, GR a grid file whose run has lr = -1, DR a config file
+# with dropout = 1.5.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -171,6 +172,13 @@ CASES = [
     (["sweep", "D", "--grid", "six", "--out", "O", "--embeddings", "V", "--preset", "tiny",
       "--max-steps", "1"], "D: missing train.txt", "O"),
     (["sweep", "C", "--grid", "X/g.toml", "--out", "O"], "X/g.toml: no such file", "O"),
+    # a grid file's or --values' value out of range: refused before the plan (each run failed)
+    (["sweep", "C", "--grid", "GR", "--out", "O", "--preset", "tiny"],
+     "range-grid.toml [runs.a]: lr = -1.0: must be > 0", "O"),
+    (["sweep", "C", "--grid", "datasize", "--values", "1.5", "--out", "O", "--embeddings", "V"],
+     "--values 1.5: must be in (0, 1]", "O"),
+    # a config file's value names the file and key (it named a flag never given: --dropout 1.5)
+    (["train", "C", "--out", "O", "--config", "DR"], "dropout.toml: dropout = 1.5: must be", "O"),
     (["report", "D"], "no finished runs", None),
     (["report", "X"], "X: no such folder", None),
     (["report", "F"], "F: not a folder", None),
@@ -237,11 +245,14 @@ def places(speech_corpus, tmp_path_factory):
     (root / "empty").mkdir()
     (root / "dangling").symlink_to(root / "gone")
     (root / "words.txt").write_text("the\nof\n")           # words without values
+    (root / "range-grid.toml").write_text("[runs.a]\nlr = -1.0\n")
+    (root / "dropout.toml").write_text("dropout = 1.5\n")
     return {"C": speech_corpus, "R": run, "N": ngram, "V": vec, "NAN": nan, "B": bad,
             "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
-            "W": root / "words.txt", "root": root}
+            "W": root / "words.txt", "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
+            "root": root}
 
 
 def _snapshot(root) -> dict:

@@ -245,7 +245,14 @@ def test_the_python_api_trains_what_the_command_trains(speech_corpus, vectors, t
         lmlow.fit(speech_corpus, tmp_path / "bad", preset="tiny", tie="no")
     with pytest.raises(LmlowError, match=r"^lmlow.fit: unknown setting 'freeze_inputs'$"):
         lmlow.fit(speech_corpus, tmp_path / "bad", preset="tiny", freeze_inputs=True)
+    # a range names the keyword, as a type does (it named the command's flag: --lr -1)
+    with pytest.raises(LmlowError, match=r"^lmlow.fit: lr = -1.0: must be > 0$"):
+        lmlow.fit(speech_corpus, tmp_path / "bad", preset="tiny", lr=-1.0)
+    with pytest.raises(LmlowError, match=r"^lmlow.fit: freeze_input_rows = 'some': choose one "):
+        lmlow.fit(speech_corpus, tmp_path / "bad", preset="tiny", freeze_input_rows="some")
     assert not (tmp_path / "bad").exists()
     with pytest.raises(LmlowError, match=r"^lmlow.resume: max_epochs = '3': expected an integer$"):
         lmlow.resume(api, max_epochs="3")
+    with pytest.raises(LmlowError, match=r"^lmlow.resume: max_epochs = -1: must be >= 0$"):
+        lmlow.resume(api, max_epochs=-1)
     assert len(metrics(api)) == 2
