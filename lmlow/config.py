@@ -68,6 +68,9 @@ def require_vectors_for_extend(extend_vocab: bool, embeddings) -> None:
 
 # Seeds are what numpy's SeedSequence and torch.manual_seed both take: 32-bit, not negative
 SEED_RANGE = "[0, 4294967295]"
+# CPU threads (0: one share of the cores): more than any machine has; torch.set_num_threads
+# takes a 32-bit count and raised an overflow traceback beyond it
+THREADS_RANGE = "[0, 4096]"
 
 
 @dataclass
@@ -176,7 +179,7 @@ class Config:
         "alpha": "[0, inf)", "beta": "[0, inf)", "batch_size": "[1, inf)", "bptt": "[1, inf)",
         "eval_batch_size": "[1, inf)", "max_epochs": "[0, inf)", "max_time": "[0, inf)",
         "max_steps": "[0, inf)", "patience": "[0, inf)", "min_improvement": "[0, 1)", "eval_every": "[0, inf)",
-        "seed": SEED_RANGE, "threads": "[0, inf)"}
+        "seed": SEED_RANGE, "threads": THREADS_RANGE}
     CHOICES: typing.ClassVar[dict[str, tuple[str, ...]]] = {
         "freeze_input_rows": ("all", "pretrained"), "arch": tuple(ARCHS),
         "optimizer": ("sgd", "adam", "adamw"), "schedule": ("none", "step", "plateau", "cosine"),
@@ -406,6 +409,9 @@ def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -
         value = getattr(obj, name)
         if value is None:
             continue
+        if isinstance(value, int) and not -2**63 <= value < 2**63:    # torch's and numpy's ints
+            raise OutOfRange(name, value, str(value), f"must be {describe_range(text)} and fit "
+                             "in 64 bits")
         if not in_range(value, text):
             finite = " and finite" if text.endswith("inf)") and not math.isfinite(value) else ""
             raise OutOfRange(name, value, f"{value:g}", f"must be {describe_range(text)}{finite}")

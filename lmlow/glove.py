@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lmlow.config import SEED_RANGE, check_values, setting, yes_no
+from lmlow.config import SEED_RANGE, THREADS_RANGE, check_values, setting, yes_no
 from lmlow.data.corpus import count_words
 from lmlow.data.textio import EOS, UNK, iter_lines
 from lmlow.errors import LmlowError
@@ -77,7 +77,7 @@ class GloveConfig:
     RANGES: typing.ClassVar[dict[str, str]] = {
         "dim": "[1, inf)", "window": "[1, inf)", "min_count": "[1, inf)", "epochs": "[1, inf)",
         "x_max": "(0, inf)", "alpha": "(0, inf)", "learning_rate": "(0, inf)",
-        "threads": "[0, inf)", "seed": SEED_RANGE, "memory": "(0, inf)"}
+        "threads": THREADS_RANGE, "seed": SEED_RANGE, "memory": "(0, inf)"}
 
     def validate(self) -> "GloveConfig":
         check_values(self)

@@ -44,6 +44,12 @@ CASES = [
     # a K above every word's count (once a model of <unk> and <eos>, valid perplexity 1.99)
     (["unk", "C", "--out", "O", "--threshold", "100000000"], "UNK threshold 100000000", "O"),
     (["train", "C", "--out", "O", "--unk-threshold", "100000000"], "every token would be <unk>", "O"),
+    # integers past what torch takes (an overflow traceback before)
+    (["train", "C", "--out", "O", "--preset", "tiny", "--threads", "100000000000000000000"],
+     "--threads 100000000000000000000: must be in [0, 4096]", "O"),
+    (["train", "C", "--out", "O", "--preset", "tiny", "--emb-size", "100000000000000000000"],
+     "--emb-size 100000000000000000000: must be >= 1 and fit in 64 bits", "O"),
+    (["embed", "C/train.txt", "--out", "O/v.txt", "--threads", "9999"], "--threads 9999", "O"),
     # a model larger than the machine: torch's allocator error, a page long before
     (["train", "C", "--out", "O", "--preset", "tiny", "--hidden-size", "100000000"],
      "out of memory: could not allocate", "O"),
