@@ -253,8 +253,7 @@ def _run(args) -> int:
     except LmlowError as e:
         if args.debug:
             raise
-        rank = f"process {os.environ['RANK']}: " if os.environ.get("RANK", "0") != "0" else ""
-        print(f"lmlow: error: {rank}{e}", file=sys.stderr)
+        print(f"lmlow: error: {_rank()}{e}", file=sys.stderr)
         return getattr(e, "exit_code", 1)
     except (OSError, KeyboardInterrupt, Terminated) as e:
         return _stopped(e, args.debug)
@@ -262,9 +261,14 @@ def _run(args) -> int:
         line = out_of_memory(e)
         if line is None or args.debug:
             raise
-        print(f"lmlow: error: {line}", file=sys.stderr)
+        print(f"lmlow: error: {_rank()}{line}", file=sys.stderr)
         return 1
     return 0
+
+
+def _rank() -> str:
+    """Which process of a torchrun launch speaks, when it is not the first."""
+    return f"process {os.environ['RANK']}: " if os.environ.get("RANK", "0") != "0" else ""
 
 
 def _stopped(e: BaseException, debug: bool) -> int:

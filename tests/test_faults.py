@@ -295,14 +295,14 @@ def test_out_of_memory_is_one_line_with_what_was_asked():
             return e
         raise AssertionError("no error")
 
-    torch_cpu = caught(lambda: torch.empty(10**13))          # 40 TB: refused, not touched
-    assert out_of_memory(torch_cpu).startswith("out of memory: could not allocate 36.4 TiB")
-    numpy_cpu = caught(lambda: np.empty(10**13))              # float64: 80 TB
-    assert out_of_memory(numpy_cpu).startswith("out of memory: could not allocate 72.8 TiB")
+    # 4 and 8 PB: past a 47-bit address space, so refused under any overcommit policy
+    torch_cpu = caught(lambda: torch.empty(10**15))
+    assert out_of_memory(torch_cpu).startswith("out of memory: could not allocate 3638.0 TiB")
+    numpy_cpu = caught(lambda: np.empty(10**15))              # float64; numpy's own unit
+    assert out_of_memory(numpy_cpu).startswith("out of memory: could not allocate 7.11 PiB")
     cuda = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
                                   "total capacity of 79.10 GiB of which 1.06 GiB is free.")
     assert out_of_memory(cuda).startswith("out of GPU memory: could not allocate 2.00 GiB")
     assert out_of_memory(MemoryError()).startswith("out of memory; a smaller model")
     assert out_of_memory(caught(lambda: torch.ones(2) @ torch.ones(3))) is None
     assert out_of_memory(ValueError("Unable to allocate 1 GiB")) is None
-
