@@ -14,6 +14,7 @@ from lmlow.analysis import (alc, distinct_n, distribution_stats, kl_divergence, 
                             pearson, spearman)
 from lmlow.cli import main
 from lmlow.config import build_config
+from lmlow.errors import LmlowError
 from lmlow.evaluate import lstm_logprobs
 from lmlow.model import AWDLSTM
 from lmlow.checkpoint import load_checkpoint
@@ -221,6 +222,15 @@ def test_compare_by_hand(tmp_path):
     assert a["final valid ppl"] == pytest.approx(math.exp(4)) and a["updates"] == 200
     assert math.isnan(b["ALC@N"])                      # b stopped at update 100
     assert b["ALC (all updates)"] == pytest.approx((9 + 4.5) / 2)   # the last row of a step counts
+    assert (a["label"], b["label"]) == ("a", "b")
+    # two sweeps' runs of one configuration: told apart in the plots by their parents
+    for sweep in ("adam", "sgd"):
+        (tmp_path / sweep).mkdir()
+        write_metrics(tmp_path / sweep / "standard.seed1", [(0, 0, 6.0), (100, 10, 5.0)])
+    rows = analysis.compare([tmp_path / "adam/standard.seed1", tmp_path / "sgd/standard.seed1"])
+    assert [r["label"] for r in rows] == ["adam/standard.seed1", "sgd/standard.seed1"]
+    with pytest.raises(LmlowError, match="given twice"):
+        analysis.compare([tmp_path / "a", tmp_path / "b" / ".." / "a"])
     ppl = analysis.compare([tmp_path / "a"], metric="ppl")[0]
     assert ppl["ALC (all updates)"] == pytest.approx(
         (100 * (math.exp(6) + math.exp(5)) / 2 + 100 * (math.exp(5) + math.exp(4)) / 2) / 200)

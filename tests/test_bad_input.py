@@ -193,6 +193,7 @@ CASES = [
     (["analyze", "R", "--tokens", "-1"], "--tokens", None),
     (["compare", "X"], "X: no such run folder", None),
     (["compare", "R", "--steps", "0"], "--steps", None),
+    (["compare", "R", "R"], "given twice", None),
     (["generate", "N"], "not an lstm run", None),
     (["generate", "R", "--top-p", "0"], "--top-p", None),
     (["generate", "R", "--temperature", "-1"], "--temperature", None),

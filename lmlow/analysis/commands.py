@@ -247,16 +247,17 @@ def compare(run_dirs: list[Path], **options) -> list[dict]:
     if not run_dirs:
         raise LmlowError("give at least one run folder")
     key = "valid_loss" if metric == "loss" else "valid_ppl"
+    labels = run_labels(run_dirs)
     note_if_not_comparable(run_dirs)
     rows = []
-    for run in map(Path, run_dirs):
+    for run, label in zip(map(Path, run_dirs), labels):
         curve = learning_curve(run)
         cfg = read_config(run)
         ys = [r[key] for r in curve]
         step_x = [r["step"] for r in curve]
         timed = [r for r in curve if "elapsed" in r]
         rows.append({
-            "run": str(run), "init": ",".join(cfg.get("init", ["?"])),
+            "run": str(run), "label": label, "init": ",".join(cfg.get("init", ["?"])),
             "updates": step_x[-1], "minutes": (timed[-1]["elapsed"] / 60) if timed else None,
             "ALC@N": alc(step_x, ys, steps) if steps else None,
             "ALC (all updates)": alc(step_x, ys),
@@ -269,6 +270,24 @@ def compare(run_dirs: list[Path], **options) -> list[dict]:
                        "valid_ppl": r["valid_ppl"]} for r in curve],
         })
     return rows
+
+
+def run_labels(run_dirs: list[Path]) -> list[str]:
+    """Each run's name in plots: its folder's name, or as many of its last path parts as tell
+    it from the others (``adam/standard.seed1`` beside ``sgd/standard.seed1``: two sweeps' runs
+    of one configuration had one label, and the frequency plot kept one of them). The same run
+    given twice is refused."""
+    parts = [Path(p).resolve().parts for p in run_dirs]
+    seen: dict[tuple, Path] = {}
+    for p, given in zip(parts, run_dirs):
+        if p in seen:
+            raise LmlowError(f"{given}: given twice (as {seen[p]})")
+        seen[p] = given
+    for k in range(1, max(map(len, parts), default=0) + 1):
+        labels = ["/".join(p[-k:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [str(p) for p in run_dirs]
 
 
 def read_config(run_dir: Path) -> dict:
@@ -328,7 +347,7 @@ def write_compare(rows: list[dict], out: Path, force: bool = False) -> list[Path
     from lmlow.tables import to_csv
 
     out = Path(out)
-    tracked = {Path(r["run"]).name: RunDir(r["run"]).frequency() for r in rows}
+    tracked = {r["label"]: RunDir(r["run"]).frequency() for r in rows}
     tracked = {k: v for k, v in tracked.items() if v}
     names = ["compare.md", "compare.csv", "compare.json", "curves.png"]
     if tracked:
@@ -345,7 +364,7 @@ def write_compare(rows: list[dict], out: Path, force: bool = False) -> list[Path
 
 def plot_compare(rows: list[dict], path: Path) -> None:
     steps = rows[0]["steps"] if rows else None
-    series = [{"label": f"{Path(r['run']).name} ({r['init']})", "rows": r["curve"], "group": i}
+    series = [{"label": f"{r['label']} ({r['init']})", "rows": r["curve"], "group": i}
               for i, r in enumerate(rows)]
     plot_validation_curves(series, path, x=("step", "elapsed"), mark_step=steps)
 
