@@ -119,6 +119,14 @@ def evaluation_record(ev, mapped: MappedInputs | None = None,
             | ({"mapped_outputs": asdict(mapped_outputs)} if mapped_outputs else {}))
 
 
+def _is_evaluation(data) -> bool:
+    """A cached evaluation has its perplexity (a number, or null for a NaN); a damaged or
+    hand-edited file without it was a KeyError traceback in the report."""
+    return isinstance(data, dict) and "perplexity" in data and (
+        data["perplexity"] is None or isinstance(data["perplexity"], (int, float))
+        and not isinstance(data["perplexity"], bool))
+
+
 def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
                map_unseen_outputs: bool = False) -> dict:
     """The run's evaluation on a split (an LSTM's best checkpoint, or the n-gram model), cached
@@ -133,14 +141,18 @@ def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
     cache = run.evaluation_cache(evaluation_name(map_unseen_inputs, map_unseen_outputs), split)
     if not model.exists():
         if cache.exists():
-            return read_json(cache)
+            data = read_json(cache)
+            if not _is_evaluation(data):
+                raise LmlowError(f"{cache}: not an evaluation as lmlow writes one (no perplexity); "
+                                 f"damaged or edited? {model.name} is gone, so train the run again")
+            return data
         raise LmlowError(f"{run.path}: neither {model.name} nor its evaluation {cache.name}; "
                          f"train the run again (a sweep command resumes it)")
     stamp = model.stat().st_mtime
     if cache.exists():
         data = read_json(cache)
-        if data.get("checkpoint_mtime") == stamp:
-            return data
+        if _is_evaluation(data) and data.get("checkpoint_mtime") == stamp:
+            return data                   # else stale or damaged: measured again, replaced
     scorer = load(run.path, checkpoint=checkpoint, map_unseen_inputs=map_unseen_inputs,
                   map_unseen_outputs=map_unseen_outputs)
     # cleaned as a later call reads it back (NaN: null), then kept

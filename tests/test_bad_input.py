@@ -17,7 +17,8 @@ from conftest import cli, write_corpus
 # lr = "fast", U a TOML file with an unknown key, G a malformed grid file, K a pickle, D an
 # empty folder, M the corpus with its train split changed, L a link to nothing, W a
 # vectors file of words without values, GR a grid file whose run has lr = -1, DR a config file
-# with dropout = 1.5.
+# with dropout = 1.5, S a sweep folder whose one run (R without its checkpoints) has a damaged
+# evaluation.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -188,6 +189,7 @@ CASES = [
     (["report", "D"], "no finished runs", None),
     (["report", "X"], "X: no such folder", None),
     (["report", "F"], "F: not a folder", None),
+    (["report", "S"], "eval_best_valid.json: not an evaluation as lmlow writes one", None),
     # analyze, compare, generate, bias-sweep
     (["analyze", "N"], "not an lstm run", None),
     (["analyze", "R", "--tokens", "-1"], "--tokens", None),
@@ -254,12 +256,15 @@ def places(speech_corpus, tmp_path_factory):
     (root / "words.txt").write_text("the\nof\n")           # words without values
     (root / "range-grid.toml").write_text("[runs.a]\nlr = -1.0\n")
     (root / "dropout.toml").write_text("dropout = 1.5\n")
+    sweep = root / "damaged-sweep"           # a KeyError traceback in the report before
+    shutil.copytree(run, sweep / "standard.seed1", ignore=shutil.ignore_patterns("*.pt", ".lock"))
+    (sweep / "standard.seed1" / "eval_best_valid.json").write_text('{"x": 1}\n')
     return {"C": speech_corpus, "R": run, "N": ngram, "V": vec, "NAN": nan, "B": bad,
             "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
             "W": root / "words.txt", "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
-            "root": root}
+            "S": sweep, "root": root}
 
 
 def _snapshot(root) -> dict:
@@ -310,3 +315,21 @@ def test_gzip_corpus_error_names_the_file(tmp_path, capsys):
     (root / "train.txt.gz").write_bytes(gzip.compress(b"a b\n")[:-6])      # truncated stream
     code, _, err = cli("vocab", root, capsys=capsys)
     assert code == 1 and "train.txt.gz" in err and err.count("\n") == 1, err
+
+
+def test_a_damaged_evaluation_beside_its_checkpoint_is_measured_again(places, tmp_path):
+    """A cached evaluation without its perplexity, where the model is still there, is damaged,
+    not a result: measured again and replaced, even when its checkpoint stamp matches (it was
+    returned as it was, and the report raised KeyError)."""
+    import json
+
+    from lmlow.rundir import RunDir
+    from lmlow.runs import evaluation
+
+    run = tmp_path / "run"
+    shutil.copytree(places["R"], run, ignore=shutil.ignore_patterns(".lock"))
+    first = evaluation(RunDir(run), "valid")
+    cache = run / "eval_best_valid.json"
+    assert json.loads(cache.read_text()) == first
+    cache.write_text(json.dumps({"x": 1, "checkpoint_mtime": first["checkpoint_mtime"]}))
+    assert evaluation(RunDir(run), "valid") == first == json.loads(cache.read_text())
