@@ -572,8 +572,8 @@ def test_a_hand_edited_run_file_of_another_shape_is_one_line(name, content, comm
     if command == "resume":                       # a moved corpus: data.json is checked
         moved = shutil.copytree(speech_corpus, tmp_path / "moved")
         r = lmlow("train", moved, "--resume", run, "--max-steps", "4")
-    else:
-        r = lmlow("compare", run, run)
+    else:                                 # beside an unedited copy (the same run twice is refused)
+        r = lmlow("compare", run, copy_run(stopped_run, tmp_path / "other"))
     assert "Traceback" not in r.stderr, r.stderr
     if message is None:
         assert r.returncode == 0
