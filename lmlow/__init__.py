@@ -11,7 +11,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __version__ = "0.1.0"
 __all__ = ["LmlowError", "__version__", "fit", "resume", "load", "interpolate", "Config",
-           "embed", "fit_ngram", "fit_sweep", "results"]
+           "embed", "fit_ngram", "fit_sweep", "sweep_status", "cancel_sweep", "results"]
 
 
 def __getattr__(name):  # torch is imported only when a model is needed
@@ -24,7 +24,7 @@ def __getattr__(name):  # torch is imported only when a model is needed
     if name == "interpolate":   # interpolate(load(A), load(B), weight=None): a mixed scorer
         from lmlow.runs import InterpolatedRun
         return InterpolatedRun
-    if name in ("embed", "fit_ngram", "fit_sweep", "results"):   # the other commands: api.py
+    if name in ("embed", "fit_ngram", "fit_sweep", "sweep_status", "cancel_sweep", "results"):   # the other commands: api.py
         from lmlow import api
         return getattr(api, name)
     if name == "Config":

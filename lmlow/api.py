@@ -1,6 +1,7 @@
 """The rest of the workflow from Python, beside ``lmlow.fit`` / ``lmlow.resume`` (train.py) and
-``lmlow.load`` (runs.py): ``lmlow.embed``, ``lmlow.fit_ngram``, ``lmlow.fit_sweep`` and
-``lmlow.results`` are ``lmlow embed``, ``lmlow ngram``, ``lmlow sweep`` and ``lmlow report``.
+``lmlow.load`` (runs.py): ``lmlow.embed``, ``lmlow.fit_ngram``, ``lmlow.fit_sweep`` (with
+``lmlow.sweep_status`` and ``lmlow.cancel_sweep``) and ``lmlow.results`` are ``lmlow embed``,
+``lmlow ngram``, ``lmlow sweep`` (``--status``, ``--cancel``) and ``lmlow report``.
 
 Each takes a config file's keys for its command's flags (a flag's name with ``_`` for ``-``;
 ``eos=False``, not ``"no"``), checks every key and its type before anything is written (one
@@ -78,14 +79,20 @@ SWEEP_OWN = ("corpus", "seed", "preset", "embeddings")
 
 
 def fit_sweep(corpus, out, grid, seeds=1, preset: str = "small", embeddings=(), values=None,
-              unigram: bool = False, jobs: int = 1, quiet: bool = False, **settings) -> list[dict]:
-    """``lmlow sweep CORPUS --grid GRID --out OUT``, here, ``jobs`` runs at a time: ``grid`` is
-    table1, six, unk, pretrain, datasize or a TOML file; ``seeds`` one seed or a list;
-    ``embeddings`` one vectors file or a list (the pretrain grid's); ``values`` the unk grid's
-    K values or the datasize grid's fractions; ``settings`` a config file's keys, applied to
-    every run (``max_epochs=40``). Finished runs are skipped and stopped ones resumed, as the
-    command does. Returns each planned run's state (what ``lmlow sweep --status`` lists);
-    ``lmlow.results(out)`` makes the table."""
+              unigram: bool = False, jobs: int = 1, quiet: bool = False,
+              executor: str = "local", slurm: dict | None = None, **settings) -> list[dict]:
+    """``lmlow sweep CORPUS --grid GRID --out OUT``: ``grid`` is table1, six, unk, pretrain,
+    datasize or a TOML file; ``seeds`` one seed or a list; ``embeddings`` one vectors file or a
+    list (the pretrain grid's); ``values`` the unk grid's K values or the datasize grid's
+    fractions; ``settings`` a config file's keys, applied to every run (``max_epochs=40``).
+    ``executor="local"`` trains here, ``jobs`` runs at a time, and returns when they end;
+    ``executor="slurm"`` submits them as one SLURM job array and returns at once (``slurm``:
+    the keys of the command's SLURM group, ``time="4:00:00"``, ``cpus_per_run=1``,
+    ``partition``, ``mem``, ``setup=["module load cuda"]``...); ``lmlow.sweep_status(out)``
+    follows it, ``lmlow.cancel_sweep(out)`` stops it. Finished runs are skipped and stopped
+    ones resumed, as the command does. Returns each planned run's state (what ``lmlow sweep
+    --status`` lists); ``lmlow.results(out)`` makes the table."""
+    from lmlow.slurm import Slurm, SlurmOptions
     from lmlow.sweep import Local, SweepOptions
 
     where = "lmlow.fit_sweep"
@@ -97,14 +104,57 @@ def fit_sweep(corpus, out, grid, seeds=1, preset: str = "small", embeddings=(), 
     extra = check_settings(file_values(settings), where, Config)
     vectors = () if embeddings in (None, (), []) else _paths(embeddings, where, "embeddings")
     # the options of one type each are checked as a config file's; the lists take one or many
-    own = check_settings(file_values(dict(grid=grid, preset=preset, unigram=unigram, jobs=jobs)),
-                         where, SweepOptions)
+    own = check_settings(file_values(dict(grid=grid, preset=preset, unigram=unigram, jobs=jobs,
+                                          executor=executor)), where, SweepOptions)
+    queue = _slurm_settings(slurm, executor, where)
     opts = SweepOptions(**own, embeddings=tuple(str(p) for p in vectors),
                         seeds=_ints(seeds, where), values=_values(values, where))
     with keyword_errors(where, {*own, *extra}):
-        runs = opts.validate().plan(corpus, out, extra)
-        Local(opts.jobs, extra.get("threads")).run(runs, out, log=_silent if quiet else print)
-    return Local.status(out)
+        opts.validate()
+        with keyword_errors(f"{where}: slurm", queue):
+            runner = (Slurm(SlurmOptions(**queue).validate()) if executor == "slurm"
+                      else Local(opts.jobs, extra.get("threads")))
+        runs = opts.plan(corpus, out, extra)
+        with keyword_errors(f"{where}: slurm", queue):
+            runner.run(runs, out, log=_silent if quiet else print)
+    return runner.status(out)
+
+
+def _slurm_settings(slurm, executor, where: str) -> dict:
+    """``fit_sweep``'s ``slurm``: a dict of SlurmOptions keys, given with ``executor="slurm"``."""
+    from lmlow.slurm import SlurmOptions
+
+    if slurm is None:
+        return {}
+    if executor != "slurm":
+        raise LmlowError(f"{where}: slurm = {slurm!r}: settings for executor='slurm' "
+                         f"(executor is {executor!r})")
+    if not isinstance(slurm, dict):
+        raise LmlowError(f"{where}: slurm = {slurm!r}: expected a dict of the SLURM settings "
+                         "(time, partition, cpus_per_run, ...)")
+    given = check_settings(file_values(slurm), f"{where}: slurm", SlurmOptions)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}
+
+
+def sweep_status(out) -> list[dict]:
+    """``lmlow sweep OUT --status``: each planned run's state (finished, running, pending,
+    failed, stopped, not submitted), with its SLURM job and node where it was submitted."""
+    from lmlow.slurm import executor_of
+
+    out = _path(out, "lmlow.sweep_status", "out")
+    return executor_of(out).status(out)
+
+
+def cancel_sweep(out, quiet: bool = False) -> list[dict]:
+    """``lmlow sweep OUT --cancel``: cancels the sweep's SLURM tasks (their runs keep their
+    ``last.pt``: the same ``fit_sweep`` call resumes them) and returns the runs' states. A
+    local sweep is stopped where it runs (Ctrl-C), so it is refused here."""
+    from lmlow.slurm import executor_of
+
+    out = _path(out, "lmlow.cancel_sweep", "out")
+    executor = executor_of(out)
+    executor.cancel(out, log=_silent if _bool(quiet, "lmlow.cancel_sweep", "quiet") else print)
+    return executor.status(out)
 
 
 def results(sweep_dir, baselines=None, paired: str | None = None,

@@ -340,6 +340,8 @@ def _has_type(value, hint) -> bool:
     if typing.get_origin(hint) is tuple:        # a list of names, or one comma-separated text
         return isinstance(value, str) or (isinstance(value, (list, tuple))
                                           and all(isinstance(v, str) for v in value))
+    if typing.get_origin(hint) is list:         # lines (SLURM's setup, sbatch options): a list
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
     return isinstance(value, hint)
 
 
@@ -348,6 +350,8 @@ def _type_name(hint) -> str:
         return " or ".join(_type_name(a) for a in typing.get_args(hint))
     if typing.get_origin(hint) is tuple:
         return "a list of names"
+    if typing.get_origin(hint) is list:
+        return "a list of texts"
     return {bool: "true or false", int: "an integer", float: "a number", str: "a text",
             type(None): "nothing"}.get(hint, str(hint))
 
@@ -379,8 +383,8 @@ class OutOfRange(LmlowError):
     > 0``); where the value came from a file or a Python call instead, :meth:`named` says so
     (``run.toml: lr = -1: must be > 0``, ``lmlow.fit: lr = -1: ...``)."""
 
-    def __init__(self, key: str, value, shown: str, rule: str):
-        super().__init__(f"--{key.replace('_', '-')} {shown}: {rule}")
+    def __init__(self, key: str, value, shown: str, rule: str, flag: str | None = None):
+        super().__init__(f"{flag or '--' + key.replace('_', '-')} {shown}: {rule}")
         self.key, self.value, self.rule = key, value, rule
 
     def named(self, where) -> LmlowError:

@@ -37,7 +37,7 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmlow.config import check_values, setting
+from lmlow.config import OutOfRange, check_values, setting
 from lmlow.errors import LmlowError
 from lmlow.external import find_program, run_program
 from lmlow.files import (append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text,
@@ -84,12 +84,12 @@ class SlurmOptions:
         if self.time:
             minutes(self.time)
         if self.mem and not re.fullmatch(r"[1-9][0-9]*[KMGT]?", str(self.mem)):
-            raise LmlowError(f"--mem {self.mem!r}: expected a number with an optional unit K, "
-                             "M, G or T (SLURM's format, e.g. 16G)")
+            raise OutOfRange("mem", self.mem, repr(self.mem), "expected a number with an "
+                             "optional unit K, M, G or T (SLURM's format, e.g. 16G)")
         for arg in self.sbatch_args:
-            _safe("--sbatch-arg", arg)
+            _safe("--sbatch-arg", arg, key="sbatch_args")
         for line in self.setup:                  # the user's own shell lines: one line each
-            _safe("--slurm-setup", line, quotes_ok=True)
+            _safe("--slurm-setup", line, quotes_ok=True, key="setup")
         return self
 
 
@@ -145,7 +145,7 @@ def minutes(limit: str) -> float | None:
             return parts[0] * 60 + parts[1] + parts[2] / 60
         return parts[0] + (parts[1] / 60 if len(parts) == 2 else 0)
     except ValueError:
-        raise LmlowError(f"--time {limit}: not a SLURM time limit (MM, HH:MM:SS or "
+        raise OutOfRange("time", limit, str(limit), "not a SLURM time limit (MM, HH:MM:SS or "
                          "D-HH:MM:SS)") from None
 
 
@@ -155,16 +155,17 @@ def grace(opts: SlurmOptions) -> int:
     return int(min(opts.grace, limit * 60 / 4)) if limit else opts.grace
 
 
-def _safe(what: str, value, quotes_ok: bool = False) -> str:
+def _safe(what: str, value, quotes_ok: bool = False, key: str | None = None) -> str:
     """A value for the job script: no newline or other control character (it would end the
     `#SBATCH` comment, or the setup line, and start a shell line of its own), and in an
     `#SBATCH` value no double quote or backslash (sbatch reads the value in double quotes);
-    one line naming the option otherwise."""
+    one line naming the option (``key``: its SlurmOptions field, for the Python API) otherwise."""
     text = str(value)
     bad = [c for c in text if ord(c) < 32 or ord(c) == 127 or (not quotes_ok and c in '"\\')]
     if bad:
-        raise LmlowError(f"{what} {text!r}: contains {bad[0]!r}; a SLURM job script cannot "
-                         "carry it safely")
+        raise OutOfRange(key or what.lstrip("-").replace("-", "_"), value, repr(text),
+                         f"contains {bad[0]!r}; a SLURM job script cannot carry it safely",
+                         flag=what)
     return text
 
 

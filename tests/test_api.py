@@ -94,7 +94,17 @@ def test_fit_sweep_and_results_make_what_sweep_and_report_make(speech_corpus, ve
                          (dict(unigram="yes"), r"unigram = 'yes': expected true or false"),
                          # ranges: checked before the plan (lr = -1 failed every run, after it)
                          (dict(jobs=0), r"jobs = 0: must be >= 1"),
-                         (dict(lr=-1.0), r"lr = -1.0: must be > 0")]:
+                         (dict(lr=-1.0), r"lr = -1.0: must be > 0"),
+                         (dict(executor="cluster"), r"executor = 'cluster': choose one of local, slurm"),
+                         (dict(slurm={"time": "1:00"}), r"slurm = \{'time': '1:00'\}: settings for "
+                                                        r"executor='slurm' \(executor is 'local'\)"),
+                         (dict(executor="slurm", slurm={"cpus_per_run": 0}),
+                          r"slurm: cpus_per_run = 0: must be >= 1"),
+                         (dict(executor="slurm", slurm={"setup": "module load x"}),
+                          r"slurm: setup = 'module load x': expected a list of texts"),
+                         (dict(executor="slurm", slurm={"sbatch_args": ["--a\nb"]}),
+                          r"slurm: sbatch_args = '--a\\nb': contains '\\n'; a SLURM job script "
+                          r"cannot carry it safely")]:
         with pytest.raises(LmlowError, match=rf"^lmlow.fit_sweep: {message}$"):
             lmlow.fit_sweep(speech_corpus, tmp_path / "bad", "six", embeddings=vectors,
                             **{"preset": "tiny", **bad})

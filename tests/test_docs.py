@@ -90,6 +90,7 @@ def test_every_documented_python_call_takes_what_the_page_gives_it():
     from lmlow.glove import GloveConfig
     from lmlow.ngram import NgramOptions
     from lmlow.runs import LSTMRun
+    from lmlow.slurm import SlurmOptions
 
     passed_on = {"fit": Config, "resume": Config, "fit_sweep": Config, "embed": GloveConfig,
                  "fit_ngram": NgramOptions}
@@ -104,6 +105,15 @@ def test_every_documented_python_call_takes_what_the_page_gives_it():
             bound = signature.bind(*call.args, **keys)
         except TypeError as e:
             pytest.fail(f"{where}: {e}")
+        if name == "fit_sweep" and "slurm" in keys:     # the SLURM group's keys, as a dict
+            node = keys["slurm"]
+            given = ({k.arg: k.value for k in node.keywords} if isinstance(node, ast.Call)
+                     else {ast.literal_eval(k): v for k, v in zip(node.keys, node.values)})
+            try:
+                check_settings({k: ast.literal_eval(v) for k, v in given.items()},
+                               f"{where}: slurm", SlurmOptions)
+            except LmlowError as e:
+                pytest.fail(str(e))
         extra = next((v for p, v in bound.arguments.items()
                       if signature.parameters[p].kind == inspect.Parameter.VAR_KEYWORD), {})
         if name == "load":          # the LSTM run's own options

@@ -131,3 +131,37 @@ def test_cancel_stops_the_tasks_and_the_runs_can_be_resumed(cluster, speech_corp
     wait(lambda: not squeue(env), 120, "an empty queue")
     status = lmlow(env, "sweep", out, "--status").stdout
     assert "finished" not in status and "running" not in status and "pending" not in status
+
+
+def test_the_python_api_submits_follows_and_cancels_a_slurm_sweep(cluster, speech_corpus,
+                                                                  tmp_path, monkeypatch):
+    """lmlow.fit_sweep(executor="slurm") submits the job array the command submits and returns
+    at once; lmlow.sweep_status follows it; lmlow.cancel_sweep stops it."""
+    import lmlow
+
+    for key, value in cluster.items():
+        monkeypatch.setenv(key, value)
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[runs.short]\ntie = true\nmax_epochs = 2\n"
+                    "[runs.long]\ntie = false\nmax_epochs = 50\n")
+    out = tmp_path / "api"
+    states = lmlow.fit_sweep(speech_corpus, out, grid, preset="tiny", executor="slurm",
+                             slurm={"cpus_per_run": 1, "time": "20", "setup": ["echo ready"]},
+                             quiet=True)
+    assert [s["run"] for s in states] == ["short.seed1", "long.seed1"]
+    assert all(s["state"] in ("pending", "running", "finished") and s["job"] for s in states), states
+    script = next((out / "slurm").glob("array-*.sh")).read_text()
+    assert "#SBATCH --array=0-1" in script and '#SBATCH --time="20"' in script
+    assert "\necho ready\n" in script
+
+    state = lambda run: {s["run"]: s["state"] for s in lmlow.sweep_status(out)}[run]  # noqa: E731
+    wait(lambda: state("short.seed1") == "finished", 240, "the short run", cluster)
+    wait(lambda: state("long.seed1") == "running", 120, "the long run", cluster)
+    lmlow.cancel_sweep(out, quiet=True)
+    wait(lambda: not squeue(cluster), 120, "an empty queue", cluster)
+    assert state("long.seed1") in ("stopped", "not submitted")
+    assert state("short.seed1") == "finished"
+    with pytest.raises(lmlow.LmlowError, match=r"^lmlow.fit_sweep: slurm: mem = '1X': expected"):
+        lmlow.fit_sweep(speech_corpus, tmp_path / "bad", grid, preset="tiny", executor="slurm",
+                        slurm={"mem": "1X"})
+    assert not (tmp_path / "bad").exists()
