@@ -487,7 +487,7 @@ def _status_row(sweep: SweepDir, folder: str, in_queue: dict) -> dict:
            "detail": ""}
     metrics = run.metrics() if run.last.exists() or run.finished else []
     if metrics:
-        row["progress"] = f"epoch {metrics[-1].get('epoch', 0):g}, step {metrics[-1].get('step', 0)}"
+        row["progress"] = progress(metrics)
     outcome = sweep.outcome(folder)
     ended = read_json(outcome) if outcome.exists() else None
     if run.finished:
@@ -505,6 +505,29 @@ def _status_row(sweep: SweepDir, folder: str, in_queue: dict) -> dict:
     elif run.last.exists():
         row.update(state="stopped", detail="resumable: run the sweep command again")
     return row
+
+
+def progress(metrics: list[dict]) -> str:
+    """Where a run stands, from its metrics rows: epoch and step, the last and the best
+    validation perplexity, and the minutes of its last epoch, so that a user of an hours-long
+    run can see it improving and estimate what is left."""
+    def number(row, key):
+        value = row.get(key)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    last = metrics[-1]
+    text = f"epoch {number(last, 'epoch') or 0:g}, step {number(last, 'step') or 0}"
+    valid = [m for m in metrics if number(m, "valid_ppl") is not None]
+    if valid:
+        best = min(valid, key=lambda m: m["valid_ppl"])
+        text += (f"; valid ppl {valid[-1]['valid_ppl']:.1f}, best {best['valid_ppl']:.1f} "
+                 f"(epoch {number(best, 'epoch') or 0:g})")
+    timed = [m for m in metrics if number(m, "epoch") is not None and number(m, "elapsed") is not None]
+    if len(timed) > 1:
+        (a, b) = timed[-2:]
+        if b["epoch"] > a["epoch"] and b["elapsed"] > a["elapsed"]:
+            text += f"; {(b['elapsed'] - a['elapsed']) / (b['epoch'] - a['epoch']) / 60:.1f} min/epoch"
+    return text
 
 
 def status_text(rows: list[dict]) -> str:

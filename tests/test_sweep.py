@@ -1,6 +1,7 @@
 """Sweeps run ordinary train commands, skip finished runs, and report a table and a plot."""
 import csv
 import json
+import re
 
 import pytest
 from conftest import lmlow, write_corpus
@@ -91,6 +92,22 @@ def test_interrupted_run_is_resumed(speech_corpus, tmp_path):
     assert f"lmlow train --resume {out / 'standard.seed1'} --quiet" in r.stdout
 
 
+def test_status_progress_reads_what_a_run_logged():
+    """The progress column: last and best validation perplexity, minutes per epoch from the
+    last two epochs; a resumed run's clock, or a hand-edited row, drops only what it cannot say."""
+    from lmlow.sweep import progress
+
+    rows = [{"epoch": 1, "step": 10, "valid_ppl": 300.0, "elapsed": 60.0},
+            {"epoch": 2, "step": 20, "valid_ppl": 250.0, "elapsed": 180.0},
+            {"epoch": 3, "step": 30, "valid_ppl": 260.0, "elapsed": 420.0}]
+    assert progress(rows) == ("epoch 3, step 30; valid ppl 260.0, best 250.0 (epoch 2); "
+                              "4.0 min/epoch")
+    assert progress(rows[:1]) == "epoch 1, step 10; valid ppl 300.0, best 300.0 (epoch 1)"
+    restarted = [*rows[:2], {**rows[2], "elapsed": 30.0}]
+    assert progress(restarted).endswith("(epoch 2)")
+    assert progress([{"epoch": "x", "valid_ppl": "y"}]) == "epoch 0, step 0"
+
+
 
 def test_a_later_command_resumes_a_started_run_with_its_precision_threads_and_budget(
         speech_corpus, tmp_path):
@@ -151,6 +168,14 @@ def test_sigterm_to_a_sweep_stops_its_trainings_and_the_same_command_resumes(spe
     assert (first / "last.pt").exists() and not (first / "summary.json").exists()
     assert not _held(first)                        # the training has ended, not left running
     assert not (out / "untied-unigram.seed1").exists()                 # nothing new started
+    status = lmlow("sweep", out, "--status").stdout     # where the run stands, from its metrics
+    row = next(line for line in status.splitlines() if "standard.seed1" in line)
+    assert "| stopped" in row and "not submitted" in status, status
+    if (first / "metrics.jsonl").exists():      # stopped after its first validation (or before)
+        assert re.search(r"\| epoch [0-9]+, step [0-9]+; valid ppl [0-9.]+, best [0-9.]+ "
+                         r"\(epoch [0-9]+\)", row), row
+    else:
+        assert re.search(r"\| stopped +\| +\| +\| +\| resumable", row), row
     r = lmlow(*args)
     assert r.returncode == 0, r.stderr
     assert all((out / f"{n}.seed1" / "summary.json").exists() for n in ("standard", "untied-unigram"))
