@@ -3,6 +3,7 @@ one function of the module that owns the work and prints what it returns (text, 
 Errors are one line; ``--debug`` shows the traceback."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -170,6 +171,23 @@ def cmd_score(args) -> None:
         print(json.dumps(record))
 
 
+def cmd_predict(args) -> None:
+    from lmlow.predict import (PredictOptions, contexts, open_predictor, prediction_text,
+                               predictions)
+
+    opts = PredictOptions(**settings_from(args, PredictOptions))
+    items = contexts(args.context, args.file)
+    first = next(items)                      # a bad --file fails before the model is loaded
+    run, name = open_predictor(args.run_dir, args.checkpoint, args.device, opts)
+    for mapped in (run.mapped_inputs, run.mapped_outputs):
+        if mapped:
+            print(f"lmlow: {args.run_dir}: {mapped.text()}", file=sys.stderr)
+    if opts.interpolate:
+        print(f"lmlow: {name}", file=sys.stderr)
+    for record in predictions(run, itertools.chain([first], items), opts.top, opts.include_unk):
+        print(json.dumps(record) if args.json else prediction_text(record), flush=True)
+
+
 def cmd_analyze(args) -> None:
     from lmlow.analysis import AnalyzeOptions, analysis_summary, analysis_text, analyze
     from lmlow.rundir import RunDir
@@ -215,7 +233,8 @@ def cmd_bias_sweep(args) -> None:
 
 COMMANDS = {"prepare": cmd_prepare, "vocab": cmd_vocab, "unk": cmd_unk, "stats": cmd_stats,
             "embed": cmd_embed, "neighbours": cmd_neighbours, "train": cmd_train,
-            "ngram": cmd_ngram, "eval": cmd_eval, "score": cmd_score, "sweep": cmd_sweep,
+            "ngram": cmd_ngram, "eval": cmd_eval, "score": cmd_score, "predict": cmd_predict,
+            "sweep": cmd_sweep,
             "sweep-task": cmd_sweep_task, "report": cmd_report, "analyze": cmd_analyze,
             "compare": cmd_compare, "generate": cmd_generate, "bias-sweep": cmd_bias_sweep}
 STOPS_ITSELF = ("train", "sweep", "sweep-task")     # they handle SIGTERM in their own way
@@ -225,7 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):   # a word the terminal's encoding (say
         if hasattr(stream, "reconfigure"):     # PYTHONIOENCODING=ascii) cannot show is
             stream.reconfigure(errors="backslashreplace")   # escaped, not a traceback
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and getattr(args, "run", None) == "predict" and not any(a.startswith("-") for a in extra):
+        args.context += extra     # words after an option: argparse took RUN_DIR's (none) before it
+    elif extra:
+        parser.parse_args(argv)   # argparse's own one-line error for what it did not know
     args.argv = list(sys.argv[1:] if argv is None else argv)
     code = _run(args)
     if "WORLD_SIZE" in os.environ:    # a training process under torchrun

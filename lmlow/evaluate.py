@@ -162,10 +162,35 @@ class Scorer(ABC):
     def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
         """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,
         from a fresh state, like KenLM's ``full_scores``."""
-        words = (sentence.split() if isinstance(sentence, str) else list(sentence)) + [EOS]
+        words = line_words(sentence) + [EOS]
         ids = np.array(self.vocab.encode(words), dtype=np.int64)
         lp = self.token_logprobs(ids, reset_lines=True)
         return [(w, float(p), w not in self.vocab) for w, p in zip(words, lp)]
+
+    def next_logprobs(self, context: str | list[str]) -> np.ndarray:
+        """Natural-log probability of every vocabulary word (by id; ``<eos>``: the line ends)
+        as the next token after the words of ``context``, read from a fresh line state as
+        :meth:`score` reads a line; a word out of the vocabulary is read as ``<unk>``."""
+        raise LmlowError(f"{self.run_dir}: this model cannot list next-word probabilities")
+
+    def context_ids(self, context: str | list[str]) -> list[int]:
+        """The ids of a context's words: the start of one line, so ``<eos>`` is refused."""
+        words = line_words(context)
+        if EOS in words:
+            raise LmlowError(f"the context holds {EOS}: a context is the start of one line "
+                             "(its end is what is predicted)")
+        return self.vocab.encode(words)
+
+    def next_words(self, context: str | list[str] = "", top: int = 10,
+                   include_unk: bool = False) -> list[tuple[str, float]]:
+        """The ``top`` most probable next words after ``context`` (a keyboard's suggestions, a
+        recogniser's next-word list): (word, natural-log probability), most probable first,
+        ties in vocabulary order; ``<unk>`` is left out unless ``include_unk``."""
+        lp = np.array(self.next_logprobs(context), dtype=np.float64)
+        if not include_unk:
+            lp[self.vocab.unk_id] = -np.inf
+        order = np.argsort(-lp, kind="stable")[:min(top, len(lp) - (not include_unk))]
+        return [(self.vocab.words[i], float(lp[i])) for i in order.tolist()]
 
     def score_file(self, path: Path):
         """``lmlow score``: one record per line of ``path`` (its words and ``<eos>``, their
@@ -178,6 +203,11 @@ class Scorer(ABC):
                    "log10prob": [round(p / LN10, 6) for p in ln],
                    "oov": [o for _, _, o in scored], "total_logprob": round(sum(ln), 6),
                    "total_log10prob": round(sum(ln) / LN10, 6)}
+
+
+def line_words(text: str | list[str]) -> list[str]:
+    """A line's words: a text split at white space, or a list of words as given."""
+    return text.split() if isinstance(text, str) else list(text)
 
 
 def mix_logprobs(lp_a: np.ndarray, lp_b: np.ndarray, weight: float) -> np.ndarray:

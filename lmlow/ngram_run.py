@@ -117,5 +117,21 @@ class NgramRun(Scorer):
         out *= LN10
         return out if self.unk_share is None else out + self.unk_share[ids]
 
+    def next_logprobs(self, context: str | list[str]) -> np.ndarray:
+        """KenLM's probability of every vocabulary word after ``<s>`` and the context's words
+        (``<eos>``: ``</s>``), each word's ``<unk>`` share added as in :meth:`token_logprobs`,
+        so the numbers are the ones a scored line would get."""
+        import kenlm
+
+        words = self.vocab.words
+        state, after = kenlm.State(), kenlm.State()
+        self.model.BeginSentenceWrite(state)
+        for i in self.context_ids(context):
+            self.model.BaseScore(state, words[i], after)
+            state, after = after, state
+        out = np.array([self.model.BaseScore(state, "</s>" if i == self.vocab.eos_id else w, after)
+                        for i, w in enumerate(words)]) * LN10
+        return out if self.unk_share is None else out + self.unk_share
+
 
 __all__ = ["NgramConfig", "NgramRun"]

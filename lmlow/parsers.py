@@ -222,6 +222,31 @@ def _score_parser(sub) -> None:
     p.set_defaults(run="score")
 
 
+def _predict_parser(sub) -> None:
+    from lmlow.predict import PredictOptions
+
+    p = sub.add_parser("predict", help="the most probable next words after a context",
+                       description="List the most probable next words after a context (the "
+                       "start of a line, tokenised like the corpus), read from a fresh state "
+                       "as `lmlow score` reads a line: what a keyboard would suggest. Works with "
+                       "LSTM and n-gram runs and, with --interpolate, their mixture. <eos> in "
+                       "the list means the line ends there; out-of-vocabulary context words are "
+                       "read as <unk>.",
+                       epilog="Examples: lmlow predict runs/ptb the stock market  |  lmlow "
+                       "predict runs/ptb --file prefixes.txt --top 5 --json  |  lmlow predict "
+                       "runs/ptb the --interpolate runs/ptb-kn5")
+    add_run(p)
+    p.add_argument("context", nargs="*", metavar="WORD", help="the context's words (none: "
+                   "the first word of a line)")
+    p.add_argument("--file", type=Path, help="a file of contexts, one per line (instead of "
+                   "WORDs)")
+    add_settings(p, PredictOptions)
+    p.add_argument("--json", action="store_true", help="print one JSON object per context: "
+                   "its words, their OOV flags, and the next words with prob and logprob "
+                   "(natural log)")
+    p.set_defaults(run="predict")
+
+
 def _sweep_parser(sub) -> None:
     from lmlow.slurm import SlurmOptions
     from lmlow.sweep import SweepOptions
@@ -403,7 +428,7 @@ def _bias_sweep_parser(sub) -> None:
     p.set_defaults(run="bias-sweep")
 
 
-COMMANDS = (_prepare_parser, _vocab_parser, _unk_parser, _stats_parser, _embed_parser, _neighbours_parser, _train_parser, _ngram_parser, _eval_parser, _score_parser, _sweep_parser, _sweep_task_parser, _report_parser, _analyze_parser, _compare_parser, _generate_parser, _bias_sweep_parser)
+COMMANDS = (_prepare_parser, _vocab_parser, _unk_parser, _stats_parser, _embed_parser, _neighbours_parser, _train_parser, _ngram_parser, _eval_parser, _score_parser, _predict_parser, _sweep_parser, _sweep_task_parser, _report_parser, _analyze_parser, _compare_parser, _generate_parser, _bias_sweep_parser)
 
 
 def _add_config_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:

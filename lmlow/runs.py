@@ -16,7 +16,8 @@ from lmlow.config import check_values, setting
 from lmlow.data.corpus import SPLITS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
-from lmlow.evaluate import Scorer, lstm_logprobs, mix_logprobs, tune_weight
+from lmlow.evaluate import (Scorer, log_probs, lstm_logprobs, lstm_outputs, mix_logprobs,
+                            tune_weight)
 from lmlow.files import atomic_write_json, read_json, to_json
 from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP, MappedInputs, map_unseen
 from lmlow.rundir import LSTM, NGRAM, RunDir, evaluation_name
@@ -58,6 +59,23 @@ class LSTMRun(Scorer):
                              self.config.bptt, reset_lines=reset_lines,
                              bias_scale=self.bias_scale, device=self.device)
 
+    def next_logprobs(self, context: str | list[str]) -> np.ndarray:
+        """The model's distribution after ``<eos>`` and the context's words: the output before
+        a placeholder token appended to the line (:func:`lstm_outputs` yields the output
+        before every token of it, from a fresh state)."""
+        import torch
+
+        ids = np.array(self.context_ids(context) + [self.vocab.eos_id], dtype=np.int64)
+        with torch.no_grad():
+            for output, _, pos in lstm_outputs(self.model, ids, self.vocab.eos_id, 1,
+                                               self.config.bptt, reset_lines=True,
+                                               device=self.device):
+                last = np.flatnonzero(pos == len(ids) - 1)
+                if len(last):
+                    row = output[int(last[0]):int(last[0]) + 1]
+                    return log_probs(self.model, row, self.bias_scale)[0].double().cpu().numpy()
+        raise RuntimeError("internal error: no output before the end of the context")
+
 
 class InterpolatedRun(Scorer):
     """Two scorers over the same vocabulary mixed word by word: p = w p_a + (1 - w) p_b (the
@@ -90,6 +108,10 @@ class InterpolatedRun(Scorer):
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
         return mix_logprobs(self.a.token_logprobs(ids, reset_lines),
                             self.b.token_logprobs(ids, reset_lines), self.weight)
+
+    def next_logprobs(self, context: str | list[str]) -> np.ndarray:
+        return mix_logprobs(self.a.next_logprobs(context), self.b.next_logprobs(context),
+                            self.weight)
 
 
 def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **lstm_options) -> Scorer:

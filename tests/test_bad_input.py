@@ -164,6 +164,16 @@ CASES = [
     (["score", "N", "C/test.txt", "--map-unseen-inputs"], "--map-unseen-inputs applies to LSTM", None),
     (["score", "R", "X/s.txt"], "X/s.txt: no such file", None),
     (["score", "X", "C/test.txt"], "X: no such run folder", None),
+    # predict
+    (["predict", "X", "the"], "X: no such run folder", None),
+    (["predict", "R", "the", "--top", "0"], "--top 0: must be >= 1", None),
+    (["predict", "R", "the", "<eos>"], "the context holds <eos>", None),
+    (["predict", "R", "the", "--file", "C/test.txt"], "not both", None),
+    (["predict", "R", "--file", "X/c.txt"], "X/c.txt: no such file", None),
+    (["predict", "R", "--file", "B/train.txt"], "not valid UTF-8", None),
+    (["predict", "R", "the", "--weight", "0.5"], "--weight needs --interpolate", None),
+    (["predict", "N", "the", "--map-unseen-outputs"], "--map-unseen-outputs applies to LSTM", None),
+    (["predict", "R", "the", "--interpolate", "X"], "X: no such run folder", None),
     # sweep, report
     (["sweep", "C", "--grid", "table9", "--out", "O"], "--grid", "O"),
     (["sweep", "C", "--grid", "six", "--out", "O", "--seeds", "1,a"], "--seeds", "O"),

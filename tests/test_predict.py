@@ -1,0 +1,130 @@
+"""`lmlow predict` and ``Scorer.next_words``: the next-word distribution of an LSTM, a KenLM
+n-gram and their mixture sums to one over the vocabulary and gives each word the probability
+`lmlow score` gives it in that place; the command lists the most probable words."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import lmlow
+from lmlow.config import build_config
+from lmlow.errors import LmlowError
+from lmlow.runs import InterpolatedRun, load
+
+CONTEXTS = ["", "the", "the people", "zzzunknown the", "<unk> of"]
+
+
+@pytest.fixture(scope="module")
+def runs(speech_corpus, tmp_path_factory):
+    """An LSTM (one epoch) and a 3-gram of the speeches at K=2: the same vocabulary."""
+    from lmlow.ngram import train_ngram
+    from lmlow.train import train
+
+    base = tmp_path_factory.mktemp("predict")
+    train(build_config("tiny", None, corpus=str(speech_corpus), max_epochs=1, unk_threshold=2,
+                       threads=1), base / "lstm", quiet=True)
+    train_ngram(speech_corpus, base / "kn", order=3, unk_threshold=2, memory="100M", quiet=True)
+    return base / "lstm", base / "kn"
+
+
+@pytest.fixture(scope="module")
+def extended(speech_corpus, tmp_path_factory):
+    """A 3-gram whose vocabulary adds 20 words of vectors that training never saw: they share
+    KenLM's <unk> probability (lmlow.ngram_run)."""
+    from lmlow.ngram import train_ngram
+
+    base = tmp_path_factory.mktemp("extended")
+    train = set((speech_corpus / "train.txt").read_text().split())
+    unseen = sorted(set((speech_corpus / "valid.txt").read_text().split()) - train)[:20]
+    (base / "v.txt").write_text("".join(f"{w} 0.1 0.2\n" for w in [*unseen, "the"]))
+    train_ngram(speech_corpus, base / "kn", order=3, memory="100M", quiet=True,
+                embeddings=str(base / "v.txt"), extend_vocab=True)
+    return base / "kn"
+
+
+def kenlm_total(kn, context: str) -> float:
+    """The sum of KenLM's probabilities of every word of its own vocabulary (its ARPA file's
+    unigrams but <s>) after <s> and ``context`` (<unk> for a word it does not know)."""
+    import kenlm
+
+    arpa = (kn / "model.arpa").read_text()
+    unigrams = arpa.split("\\1-grams:\n")[1].split("\n\n")[0].splitlines()
+    words = [line.split("\t")[1] for line in unigrams]
+    model = kenlm.Model(str(kn / "model.bin"))
+    state, after = kenlm.State(), kenlm.State()
+    model.BeginSentenceWrite(state)
+    for w in context.split():
+        model.BaseScore(state, w if w in model else "<unk>", after)
+        state, after = after, state
+    return math.fsum(10 ** model.BaseScore(state, w, after) for w in words if w != "<s>")
+
+
+@pytest.mark.parametrize("kind", ["lstm", "ngram", "extended", "mixture"])
+def test_next_word_probabilities_sum_to_one_and_agree_with_scoring(runs, extended, kind):
+    lstm, kn = runs
+    if kind == "extended":
+        kn, kind = extended, "ngram"
+    scorer = {"lstm": lambda: load(lstm), "ngram": lambda: load(kn),
+              "mixture": lambda: InterpolatedRun(load(lstm), load(kn), 0.3)}[kind]()
+    v = scorer.vocab
+    for context in CONTEXTS:
+        lp = scorer.next_logprobs(context)
+        assert lp.shape == (len(v.words),)
+        # KenLM's own conditional distributions sum to 1 within ~3e-4 on this small corpus
+        # (rounded backoffs): the n-gram's must sum to exactly what KenLM's do
+        total = {"lstm": 1, "ngram": kenlm_total(kn, context),
+                 "mixture": 0.3 + 0.7 * kenlm_total(kn, context)}[kind]
+        assert abs(total - 1) < 1e-3
+        assert math.fsum(np.exp(lp)) == pytest.approx(total, abs={"lstm": 1e-5, "ngram": 1e-9, "mixture": 1e-6}[kind])
+        words = context.split()
+        # the most probable words, the line's end, <unk> and the rarest word, each scored as
+        # the next token of a line by the scoring path (KenLM's full_scores, the batched LSTM)
+        picks = [*np.argsort(-lp)[:3].tolist(), v.eos_id, v.unk_id, len(v.words) - 1]
+        for i in picks:
+            line = words + ([] if i == v.eos_id else [v.words[i]])
+            scored = scorer.score(line)[len(words)][1]
+            assert lp[i] == pytest.approx(scored, abs=1e-5), (context, v.words[i])
+
+
+def test_next_words_are_the_most_probable_first_without_unk(runs):
+    run = load(runs[1])
+    lp = run.next_logprobs("the")
+    top = run.next_words("the", top=5)
+    assert [p for _, p in top] == sorted((p for _, p in top), reverse=True)
+    assert [w for w, _ in top] == [run.vocab.words[i] for i in np.argsort(-lp, kind="stable")
+                                   if i != run.vocab.unk_id][:5]
+    everything = run.next_words("the", top=10**6, include_unk=True)
+    assert len(everything) == len(run.vocab.words) and "<unk>" in dict(everything)
+    assert "<unk>" not in dict(run.next_words("the", top=10**6))
+    with pytest.raises(LmlowError, match="the context holds <eos>"):
+        run.next_words(["the", "<eos>"])
+
+
+def test_the_command_lists_what_the_api_gives(runs, tmp_path):
+    lstm, kn = runs
+    r = lmlow("predict", lstm, "--top", "3", "the", "people", "--json")    # an option between
+    assert r.returncode == 0, r.stderr
+    record = json.loads(r.stdout)
+    assert record["context"] == ["the", "people"] and record["oov"] == [False, False]
+    expected = load(lstm).next_words("the people", top=3)
+    assert [n["word"] for n in record["next"]] == [w for w, _ in expected]
+    assert [n["logprob"] for n in record["next"]] == pytest.approx([p for _, p in expected], abs=1e-5)
+    assert [n["prob"] for n in record["next"]] == pytest.approx(
+        [math.exp(p) for _, p in expected], abs=1e-7)
+
+    contexts = tmp_path / "contexts.txt"
+    contexts.write_text("the\n\nzzzunknown of\n")
+    r = lmlow("predict", lstm, "--file", contexts, "--interpolate", kn, "--weight", "0.5",
+              "--top", "2")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("1: the -> ")
+    assert lines[1].startswith("3: zzzunknown(<unk>) of -> ") and lines[1].count("%") + \
+        lines[1].count("e-") == 2
+    mixed = InterpolatedRun(load(lstm), load(kn), 0.5).next_words("the", top=2)
+    assert lines[0] == "1: the -> " + ", ".join(
+        f"{w} {100 * math.exp(p):.1f}%" if math.exp(p) >= 0.001 else f"{w} {math.exp(p):.1e}"
+        for w, p in mixed)
+    r = lmlow("predict", kn)                          # no context: the first word of a line
+    assert r.returncode == 0 and r.stdout.startswith("<line start> -> ")
