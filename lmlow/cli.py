@@ -159,31 +159,34 @@ def cmd_eval(args) -> None:
 
 
 def cmd_score(args) -> None:
-    from lmlow.runs import load
+    from lmlow.runs import ModelOptions, open_scorer
 
-    run = load(args.run_dir, args.checkpoint, args.device,
-               map_unseen_inputs=args.map_unseen_inputs,
-               map_unseen_outputs=args.map_unseen_outputs)
-    for mapped in (run.mapped_inputs, run.mapped_outputs):
-        if mapped:
-            print(f"lmlow: {args.run_dir}: {mapped.text()}", file=sys.stderr)
+    opts = ModelOptions(**settings_from(args, ModelOptions))
+    run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
+    _model_notes(args.run_dir, run, name if opts.interpolate else None)
     for record in run.score_file(args.file):
         print(json.dumps(record))
 
 
+def _model_notes(run_dir, run, mixture: str | None) -> None:
+    """What `score` and `predict` say on stderr about the model they ask: the maps' work, and
+    the mixture's weights."""
+    for mapped in (run.mapped_inputs, run.mapped_outputs):
+        if mapped:
+            print(f"lmlow: {run_dir}: {mapped.text()}", file=sys.stderr)
+    if mixture:
+        print(f"lmlow: {mixture}", file=sys.stderr)
+
+
 def cmd_predict(args) -> None:
-    from lmlow.predict import (PredictOptions, contexts, open_predictor, prediction_text,
-                               predictions)
+    from lmlow.predict import PredictOptions, contexts, prediction_text, predictions
+    from lmlow.runs import open_scorer
 
     opts = PredictOptions(**settings_from(args, PredictOptions))
     items = contexts(args.context, args.file)
     first = next(items)                      # a bad --file fails before the model is loaded
-    run, name = open_predictor(args.run_dir, args.checkpoint, args.device, opts)
-    for mapped in (run.mapped_inputs, run.mapped_outputs):
-        if mapped:
-            print(f"lmlow: {args.run_dir}: {mapped.text()}", file=sys.stderr)
-    if opts.interpolate:
-        print(f"lmlow: {name}", file=sys.stderr)
+    run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
+    _model_notes(args.run_dir, run, name if opts.interpolate else None)
     for record in predictions(run, itertools.chain([first], items), opts.top, opts.include_unk):
         print(json.dumps(record) if args.json else prediction_text(record), flush=True)
 

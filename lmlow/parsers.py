@@ -212,13 +212,14 @@ def _score_parser(sub) -> None:
                        description="Score every line of FILE (tokenised like the corpus) as a "
                        "sentence from a fresh state, like KenLM's full_scores: one JSON object "
                        "per line with the words (and </s> as <eos>), natural-log and log10 "
-                       "probabilities, OOV flags and totals.")
+                       "probabilities, OOV flags and totals. With --interpolate, the word-by-word "
+                       "mixture of two runs over the same vocabulary (an LSTM and its n-gram, "
+                       "as a reranker or recogniser combines them).")
+    from lmlow.runs import ModelOptions
+
     add_run(p)
     p.add_argument("file", type=Path, help="text file, one sentence per line")
-    from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP
-
-    p.add_argument("--map-unseen-inputs", action="store_true", help=MAP_HELP)
-    p.add_argument("--map-unseen-outputs", action="store_true", help=MAP_OUT_HELP)
+    add_settings(p, ModelOptions)
     p.set_defaults(run="score")
 
 

@@ -10,38 +10,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from lmlow.config import check_values, setting
+from lmlow.config import setting
 from lmlow.data.textio import EOS
 from lmlow.errors import LmlowError
-from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP
+from lmlow.runs import ModelOptions
 
 
 @dataclass
-class PredictOptions:
-    """What `lmlow predict` lists (its flags are generated from these fields)."""
+class PredictOptions(ModelOptions):
+    """What `lmlow predict` lists, from which model (its flags are generated from these
+    fields)."""
     top: int = setting(10, "how many next words to list, most probable first", metavar="N")
     include_unk: bool = setting(False, "list <unk> too (left out by default: it is no word "
                                 "to offer)", switch=True)
-    interpolate: Path | None = setting(None, "mix RUN_DIR word by word with another run over "
-                                       "the same vocabulary (e.g. a KenLM n-gram): p = w p_1 "
-                                       "+ (1 - w) p_2", parse=Path, metavar="RUN_DIR2")
-    weight: float | None = setting(None, "with --interpolate: the weight w of RUN_DIR (none: "
-                                   "tuned by EM on the validation split, every line from a "
-                                   "fresh state as the contexts are read)", metavar="W")
-    map_unseen_inputs: bool = setting(False, MAP_HELP, switch=True)
-    map_unseen_outputs: bool = setting(False, MAP_OUT_HELP, switch=True)
-    RANGES: typing.ClassVar[dict] = {"top": "[1, inf)", "weight": "[0, 1]"}
-
-
-def open_predictor(run_dir: Path, checkpoint: str | None, device: str, opts: PredictOptions):
-    """The scorer `lmlow predict` asks: the run, or its mixture with ``opts.interpolate``
-    (each line from a fresh state, as a context is read)."""
-    from lmlow.runs import EvalOptions, open_scorer
-
-    check_values(opts)
-    return open_scorer(run_dir, checkpoint, device, EvalOptions(
-        reset_lines=True, interpolate=opts.interpolate, weight=opts.weight,
-        map_unseen_inputs=opts.map_unseen_inputs, map_unseen_outputs=opts.map_unseen_outputs))
+    RANGES: typing.ClassVar[dict] = {**ModelOptions.RANGES, "top": "[1, inf)"}
 
 
 def contexts(words: list[str], file: Path | None) -> Iterator[tuple[int | None, list[str]]]:
@@ -88,4 +70,4 @@ def _percent(p: float) -> str:
     return f"{100 * p:.1f}%" if p >= 0.001 else f"{p:.1e}"
 
 
-__all__ = ["PredictOptions", "contexts", "open_predictor", "prediction_text", "predictions"]
+__all__ = ["PredictOptions", "contexts", "prediction_text", "predictions"]

@@ -186,36 +186,47 @@ def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
 
 
 @dataclass
-class EvalOptions:
+class ModelOptions:
+    """Which model a scoring command asks (`lmlow score` and `predict`; `eval` adds its own):
+    the run, its unseen rows mapped or not, alone or mixed word by word with a second run (its
+    flags are generated from these fields)."""
+    interpolate: Path | None = setting(None, "mix RUN_DIR word by word with another run over "
+                                       "the same vocabulary (e.g. a KenLM n-gram): p = w p_1 "
+                                       "+ (1 - w) p_2", parse=Path, metavar="RUN_DIR2")
+    weight: float | None = setting(None, "with --interpolate: the weight w of RUN_DIR (none: "
+                                   "tuned by EM on the validation split, its lines read as "
+                                   "this command reads them)", metavar="W")
+    map_unseen_inputs: bool = setting(False, MAP_HELP, switch=True)
+    map_unseen_outputs: bool = setting(False, MAP_OUT_HELP, switch=True)
+    RANGES: typing.ClassVar[dict] = {"weight": "[0, 1]"}
+
+
+@dataclass
+class EvalOptions(ModelOptions):
     """What `lmlow eval` scores (its flags are generated from these fields)."""
     split: str = setting("valid", "the split to score")
     reset_lines: bool = setting(False, "start every line from a fresh state, as an n-gram "
                                 "model does", switch=True)
     batch_size: int | None = setting(None, "LSTM runs: evaluation batch size (none: the "
                                      "run's; results agree to float rounding)", metavar="N")
-    interpolate: Path | None = setting(None, "mix RUN_DIR word by word with another run over "
-                                       "the same vocabulary (e.g. a KenLM n-gram): p = w p_1 "
-                                       "+ (1 - w) p_2", parse=Path, metavar="RUN_DIR2")
-    weight: float | None = setting(None, "with --interpolate: the weight w of RUN_DIR (none: "
-                                   "tuned by EM on the validation split)", metavar="W")
-    map_unseen_inputs: bool = setting(False, MAP_HELP, switch=True)
-    map_unseen_outputs: bool = setting(False, MAP_OUT_HELP, switch=True)
-    RANGES: typing.ClassVar[dict] = {"batch_size": "[1, inf)", "weight": "[0, 1]"}
+    RANGES: typing.ClassVar[dict] = {**ModelOptions.RANGES, "batch_size": "[1, inf)"}
     CHOICES: typing.ClassVar[dict] = {"split": SPLITS}
 
 
 def open_scorer(run_dir: Path, checkpoint: str | None = None, device: str = "auto",
-                opts: EvalOptions = EvalOptions()) -> tuple[Scorer, str]:
-    """What `lmlow eval` scores and its name: a run, or with ``opts.interpolate`` its
-    word-by-word mixture with a second run (``opts.weight`` tuned on valid when not given)."""
+                opts: ModelOptions = EvalOptions()) -> tuple[Scorer, str]:
+    """What `lmlow eval`, `score` or `predict` scores and its name: a run, or with
+    ``opts.interpolate`` its word-by-word mixture with a second run (``opts.weight`` tuned on
+    valid when not given, its lines read as the command reads them: `score` and `predict`
+    read every line from a fresh state, `eval` as ``--reset-lines`` says)."""
     check_values(opts)
     if opts.weight is not None and not opts.interpolate:
         raise LmlowError("--weight needs --interpolate RUN_DIR2")
-    run = load(run_dir, checkpoint, device, batch_size=opts.batch_size,
+    run = load(run_dir, checkpoint, device, batch_size=getattr(opts, "batch_size", None),
                map_unseen_inputs=opts.map_unseen_inputs,
                map_unseen_outputs=opts.map_unseen_outputs)
     if not opts.interpolate:
         return run, str(run_dir)
     mixed = InterpolatedRun(run, load(opts.interpolate, device=device), opts.weight,
-                            reset_lines=opts.reset_lines)
+                            reset_lines=getattr(opts, "reset_lines", True))
     return mixed, f"{run_dir} x {mixed.weight:.3f} + {opts.interpolate} x {1 - mixed.weight:.3f}"

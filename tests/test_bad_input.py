@@ -164,6 +164,7 @@ CASES = [
     (["score", "N", "C/test.txt", "--map-unseen-inputs"], "--map-unseen-inputs applies to LSTM", None),
     (["score", "R", "X/s.txt"], "X/s.txt: no such file", None),
     (["score", "X", "C/test.txt"], "X: no such run folder", None),
+    (["score", "R", "C/test.txt", "--weight", "0.5"], "--weight needs --interpolate", None),
     # predict
     (["predict", "X", "the"], "X: no such run folder", None),
     (["predict", "R", "the", "--top", "0"], "--top 0: must be >= 1", None),

@@ -1,6 +1,7 @@
 """`lmlow predict` and ``Scorer.next_words``: the next-word distribution of an LSTM, a KenLM
 n-gram and their mixture sums to one over the vocabulary and gives each word the probability
-`lmlow score` gives it in that place; the command lists the most probable words."""
+`lmlow score` gives it in that place; the command lists the most probable words. And
+`lmlow score --interpolate`: a reranker's mixed sentence scores."""
 import json
 import math
 
@@ -128,3 +129,27 @@ def test_the_command_lists_what_the_api_gives(runs, tmp_path):
         for w, p in mixed)
     r = lmlow("predict", kn)                          # no context: the first word of a line
     assert r.returncode == 0 and r.stdout.startswith("<line start> -> ")
+
+
+def test_score_of_a_mixture_mixes_the_two_runs_scores_word_by_word(runs, tmp_path):
+    lstm, kn = runs
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the people of this nation\nzzzunknown and the\n")
+    each = []
+    for run in (lstm, kn):
+        r = lmlow("score", run, sentences)
+        assert r.returncode == 0, r.stderr
+        each.append([json.loads(line) for line in r.stdout.splitlines()])
+    r = lmlow("score", lstm, sentences, "--interpolate", kn, "--weight", "0.3")
+    assert r.returncode == 0, r.stderr
+    assert "lstm x 0.300 + " in r.stderr
+    mixed = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(mixed) == 2
+    for m, a, b in zip(mixed, *each):
+        assert m["words"] == a["words"] == b["words"] and m["oov"] == a["oov"]
+        expected = [math.log(0.3 * math.exp(x) + 0.7 * math.exp(y))
+                    for x, y in zip(a["logprob"], b["logprob"])]
+        assert m["logprob"] == pytest.approx(expected, abs=1e-5)
+        assert m["total_logprob"] == pytest.approx(sum(expected), abs=1e-4)
+    tuned = lmlow("score", lstm, sentences, "--interpolate", kn)      # weight tuned on valid
+    assert tuned.returncode == 0 and "+ " in tuned.stderr and " x " in tuned.stderr

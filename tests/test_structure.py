@@ -289,6 +289,8 @@ SETTINGS = [("train", "lmlow.config", "Config", ("corpus", "preset")),
             ("analyze", "lmlow.analysis.commands", "AnalyzeOptions", ()),
             ("compare", "lmlow.analysis.commands", "CompareOptions", ()),
             ("eval", "lmlow.runs", "EvalOptions", ()),
+            ("score", "lmlow.runs", "ModelOptions", ()),
+            ("predict", "lmlow.predict", "PredictOptions", ()),
             ("sweep", "lmlow.sweep", "SweepOptions", ()),
             ("sweep", "lmlow.slurm", "SlurmOptions", ())]
 
