@@ -153,3 +153,22 @@ def test_score_of_a_mixture_mixes_the_two_runs_scores_word_by_word(runs, tmp_pat
         assert m["total_logprob"] == pytest.approx(sum(expected), abs=1e-4)
     tuned = lmlow("score", lstm, sentences, "--interpolate", kn)      # weight tuned on valid
     assert tuned.returncode == 0 and "+ " in tuned.stderr and " x " in tuned.stderr
+
+
+@pytest.mark.parametrize("at_once", [1, 3, 1024])
+def test_a_file_scored_in_blocks_of_lines_is_each_line_scored_alone(runs, tmp_path, at_once):
+    """score_file gives the model many lines at once (side by side for an LSTM); every line's
+    numbers are the ones it gets scored alone from a fresh state, blank lines keep their
+    numbers, and an out-of-vocabulary word is flagged."""
+    run = load(runs[0])
+    text = ["the people of this nation", "", "zzzunknown and the", "we", "", "the the the",
+            "and so on", "to be"]
+    f = tmp_path / "lines.txt"
+    f.write_text("\n".join(text) + "\n")
+    records = list(run.score_file(f, lines_at_once=at_once))
+    assert [r["line"] for r in records] == [i + 1 for i, t in enumerate(text) if t]
+    for r in records:
+        alone = run.score(text[r["line"] - 1])
+        assert r["words"] == [w for w, _, _ in alone] and r["oov"] == [o for _, _, o in alone]
+        assert r["logprob"] == pytest.approx([p for _, p, _ in alone], abs=2e-6)
+        assert r["total_logprob"] == pytest.approx(sum(p for _, p, _ in alone), abs=1e-5)
