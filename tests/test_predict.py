@@ -30,6 +30,17 @@ def runs(speech_corpus, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def transformer(speech_corpus, tmp_path_factory):
+    """A Transformer run (one epoch of transformer-tiny): its scorer is LSTMRun's too."""
+    from lmlow.train import train
+
+    run = tmp_path_factory.mktemp("transformer") / "tf"
+    train(build_config("transformer-tiny", None, corpus=str(speech_corpus), max_epochs=1,
+                       unk_threshold=2, threads=1), run, quiet=True)
+    return run
+
+
+@pytest.fixture(scope="module")
 def extended(speech_corpus, tmp_path_factory):
     """A 3-gram whose vocabulary adds 20 words of vectors that training never saw: they share
     KenLM's <unk> probability (lmlow.ngram_run)."""
@@ -61,11 +72,13 @@ def kenlm_total(kn, context: str) -> float:
     return math.fsum(10 ** model.BaseScore(state, w, after) for w in words if w != "<s>")
 
 
-@pytest.mark.parametrize("kind", ["lstm", "ngram", "extended", "mixture"])
-def test_next_word_probabilities_sum_to_one_and_agree_with_scoring(runs, extended, kind):
+@pytest.mark.parametrize("kind", ["lstm", "transformer", "ngram", "extended", "mixture"])
+def test_next_word_probabilities_sum_to_one_and_agree_with_scoring(runs, extended, transformer,
+                                                                    kind):
     lstm, kn = runs
-    if kind == "extended":
-        kn, kind = extended, "ngram"
+    if kind in ("extended", "transformer"):
+        kn, lstm, kind = ((extended, lstm, "ngram") if kind == "extended"
+                          else (kn, transformer, "lstm"))
     scorer = {"lstm": lambda: load(lstm), "ngram": lambda: load(kn),
               "mixture": lambda: InterpolatedRun(load(lstm), load(kn), 0.3)}[kind]()
     v = scorer.vocab
