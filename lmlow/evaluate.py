@@ -168,11 +168,15 @@ class Scorer(ABC):
         lp = self.token_logprobs(ids, reset_lines=True)
         return [(w, float(p), w not in self.vocab) for w, p in zip(words, lp)]
 
+    def reader(self) -> "LineReader":
+        """The model reading one line word by word from a fresh state (:class:`LineReader`)."""
+        raise LmlowError(f"{self.run_dir}: this model cannot list next-word probabilities")
+
     def next_logprobs(self, context: str | list[str]) -> np.ndarray:
         """Natural-log probability of every vocabulary word (by id; ``<eos>``: the line ends)
         as the next token after the words of ``context``, read from a fresh line state as
         :meth:`score` reads a line; a word out of the vocabulary is read as ``<unk>``."""
-        raise LmlowError(f"{self.run_dir}: this model cannot list next-word probabilities")
+        return self.reader().feed(context).next_logprobs()
 
     def context_ids(self, context: str | list[str]) -> list[int]:
         """The ids of a context's words: the start of one line, so ``<eos>`` is refused."""
@@ -187,11 +191,7 @@ class Scorer(ABC):
         """The ``top`` most probable next words after ``context`` (a keyboard's suggestions, a
         recogniser's next-word list): (word, natural-log probability), most probable first,
         ties in vocabulary order; ``<unk>`` is left out unless ``include_unk``."""
-        lp = np.array(self.next_logprobs(context), dtype=np.float64)
-        if not include_unk:
-            lp[self.vocab.unk_id] = -np.inf
-        order = np.argsort(-lp, kind="stable")[:min(top, len(lp) - (not include_unk))]
-        return [(self.vocab.words[i], float(lp[i])) for i in order.tolist()]
+        return top_words(self.vocab, self.next_logprobs(context), top, include_unk)
 
     def score_file(self, path: Path, lines_at_once: int = 1024):
         """``lmlow score``: one record per line of ``path`` (its words and ``<eos>``, their
@@ -212,6 +212,48 @@ class Scorer(ABC):
                        "oov": [w not in self.vocab for w in line],
                        "total_logprob": round(sum(ln), 6),
                        "total_log10prob": round(sum(ln) / LN10, 6)}
+
+
+def top_words(vocab: Vocabulary, logprobs: np.ndarray, top: int = 10,
+              include_unk: bool = False) -> list[tuple[str, float]]:
+    """The ``top`` words of a next-word distribution, most probable first (ties in vocabulary
+    order), without ``<unk>`` unless ``include_unk``."""
+    lp = np.array(logprobs, dtype=np.float64)
+    if not include_unk:
+        lp[vocab.unk_id] = -np.inf
+    order = np.argsort(-lp, kind="stable")[:min(top, len(lp) - (not include_unk))]
+    return [(vocab.words[i], float(lp[i])) for i in order.tolist()]
+
+
+class LineReader(ABC):
+    """A model reading one line word by word, from a fresh state as :meth:`Scorer.score` reads
+    a line: ``feed`` the words as they come and ask for the next word after each. A keyboard's
+    loop then costs one step of the model per word typed, not a pass over the whole line
+    (``Scorer.next_logprobs(context)`` is a fresh reader fed the context)."""
+
+    def __init__(self, scorer: Scorer):
+        self.scorer, self.words = scorer, []
+
+    def feed(self, words: str | list[str]) -> "LineReader":
+        """Read more of the line (a text split at white space, or a list of words); a word
+        out of the vocabulary is read as ``<unk>``, and ``<eos>`` is refused (the line's end
+        is what is predicted)."""
+        ids = self.scorer.context_ids(words)
+        if ids:
+            self._read(ids)
+            self.words += line_words(words)
+        return self
+
+    @abstractmethod
+    def _read(self, ids: list[int]) -> None:
+        """Advance the model's state over these vocabulary ids."""
+
+    @abstractmethod
+    def next_logprobs(self) -> np.ndarray:
+        """Natural-log probability of every vocabulary word as the next token."""
+
+    def next_words(self, top: int = 10, include_unk: bool = False) -> list[tuple[str, float]]:
+        return top_words(self.scorer.vocab, self.next_logprobs(), top, include_unk)
 
 
 def line_words(text: str | list[str]) -> list[str]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
-from lmlow.evaluate import LN10, Scorer
+from lmlow.evaluate import LN10, LineReader, Scorer
 from lmlow.files import read_json
 from lmlow.rundir import NGRAM, RunDir
 
@@ -117,21 +117,39 @@ class NgramRun(Scorer):
         out *= LN10
         return out if self.unk_share is None else out + self.unk_share[ids]
 
-    def next_logprobs(self, context: str | list[str]) -> np.ndarray:
-        """KenLM's probability of every vocabulary word after ``<s>`` and the context's words
-        (``<eos>``: ``</s>``), each word's ``<unk>`` share added as in :meth:`token_logprobs`,
-        so the numbers are the ones a scored line would get."""
+    def reader(self) -> "NgramReader":
+        return NgramReader(self)
+
+
+class NgramReader(LineReader):
+    """KenLM reading a line from ``<s>``: its state after the words read so far."""
+
+    def __init__(self, run: NgramRun):
         import kenlm
 
-        words = self.vocab.words
-        state, after = kenlm.State(), kenlm.State()
-        self.model.BeginSentenceWrite(state)
-        for i in self.context_ids(context):
-            self.model.BaseScore(state, words[i], after)
-            state, after = after, state
-        out = np.array([self.model.BaseScore(state, "</s>" if i == self.vocab.eos_id else w, after)
-                        for i, w in enumerate(words)]) * LN10
-        return out if self.unk_share is None else out + self.unk_share
+        super().__init__(run)
+        self.state = kenlm.State()
+        run.model.BeginSentenceWrite(self.state)
+
+    def _read(self, ids: list[int]) -> None:
+        import kenlm
+
+        for i in ids:
+            after = kenlm.State()
+            self.scorer.model.BaseScore(self.state, self.scorer.vocab.words[i], after)
+            self.state = after
+
+    def next_logprobs(self) -> np.ndarray:
+        """KenLM's probability of every vocabulary word next (``<eos>``: ``</s>``), each word's
+        ``<unk>`` share added as in :meth:`NgramRun.token_logprobs`, so the numbers are the
+        ones a scored line would get."""
+        import kenlm
+
+        run, after = self.scorer, kenlm.State()
+        eos = run.vocab.eos_id
+        out = np.array([run.model.BaseScore(self.state, "</s>" if i == eos else w, after)
+                        for i, w in enumerate(run.vocab.words)]) * LN10
+        return out if run.unk_share is None else out + run.unk_share
 
 
-__all__ = ["NgramConfig", "NgramRun"]
+__all__ = ["NgramConfig", "NgramReader", "NgramRun"]

@@ -16,7 +16,7 @@ from lmlow.config import check_values, setting
 from lmlow.data.corpus import SPLITS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
-from lmlow.evaluate import (Scorer, log_probs, lstm_logprobs, lstm_outputs, mix_logprobs,
+from lmlow.evaluate import (LineReader, Scorer, log_probs, lstm_logprobs, mix_logprobs,
                             tune_weight)
 from lmlow.files import atomic_write_json, read_json, to_json
 from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP, MappedInputs, map_unseen
@@ -59,22 +59,37 @@ class LSTMRun(Scorer):
                              self.config.bptt, reset_lines=reset_lines,
                              bias_scale=self.bias_scale, device=self.device)
 
-    def next_logprobs(self, context: str | list[str]) -> np.ndarray:
-        """The model's distribution after ``<eos>`` and the context's words: the output before
-        a placeholder token appended to the line (:func:`lstm_outputs` yields the output
-        before every token of it, from a fresh state)."""
+    def reader(self) -> "LSTMReader":
+        return LSTMReader(self)
+
+
+class LSTMReader(LineReader):
+    """An LSTM (or Transformer) run reading a line: its state carried from word to word (the
+    LSTM's hidden state, the Transformer's key/value memory), fed in chunks of the run's BPTT
+    length as scoring feeds it; the line starts after ``<eos>``, as scored lines do."""
+
+    def __init__(self, run: LSTMRun):
+        super().__init__(run)
+        run.model.eval()
+        self.hidden, self.output = run.model.init_hidden(1), None
+        self._read([run.vocab.eos_id])
+
+    def _read(self, ids: list[int]) -> None:
         import torch
 
-        ids = np.array(self.context_ids(context) + [self.vocab.eos_id], dtype=np.int64)
+        run = self.scorer
+        x = torch.tensor(ids, dtype=torch.long, device=run.device).view(-1, 1)
         with torch.no_grad():
-            for output, _, pos in lstm_outputs(self.model, ids, self.vocab.eos_id, 1,
-                                               self.config.bptt, reset_lines=True,
-                                               device=self.device):
-                last = np.flatnonzero(pos == len(ids) - 1)
-                if len(last):
-                    row = output[int(last[0]):int(last[0]) + 1]
-                    return log_probs(self.model, row, self.bias_scale)[0].double().cpu().numpy()
-        raise RuntimeError("internal error: no output before the end of the context")
+            for t in range(0, len(ids), run.config.bptt):
+                output, self.hidden, _, _ = run.model(x[t:t + run.config.bptt], self.hidden)
+        self.output = output[-1]                       # (1, d): after the last word read
+
+    def next_logprobs(self) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            lp = log_probs(self.scorer.model, self.output, self.scorer.bias_scale)
+        return lp[0].double().cpu().numpy()          # a copy: log_probs reuses its buffers
 
 
 class InterpolatedRun(Scorer):
@@ -109,9 +124,23 @@ class InterpolatedRun(Scorer):
         return mix_logprobs(self.a.token_logprobs(ids, reset_lines),
                             self.b.token_logprobs(ids, reset_lines), self.weight)
 
-    def next_logprobs(self, context: str | list[str]) -> np.ndarray:
-        return mix_logprobs(self.a.next_logprobs(context), self.b.next_logprobs(context),
-                            self.weight)
+    def reader(self) -> "MixedReader":
+        return MixedReader(self)
+
+
+class MixedReader(LineReader):
+    """The mixture reading a line: both runs read it, their next-word distributions mixed."""
+
+    def __init__(self, mixed: InterpolatedRun):
+        super().__init__(mixed)
+        self.a, self.b = mixed.a.reader(), mixed.b.reader()
+
+    def _read(self, ids: list[int]) -> None:
+        self.a._read(ids)
+        self.b._read(ids)
+
+    def next_logprobs(self) -> np.ndarray:
+        return mix_logprobs(self.a.next_logprobs(), self.b.next_logprobs(), self.scorer.weight)
 
 
 def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **lstm_options) -> Scorer:

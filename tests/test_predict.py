@@ -99,6 +99,18 @@ def test_next_word_probabilities_sum_to_one_and_agree_with_scoring(runs, extende
             line = words + ([] if i == v.eos_id else [v.words[i]])
             scored = scorer.score(line)[len(words)][1]
             assert lp[i] == pytest.approx(scored, abs=1e-5), (context, v.words[i])
+        reader = scorer.reader()                 # a keyboard's loop: one word at a time
+        for w in words:
+            reader.feed(w)
+        assert reader.words == words
+        assert np.abs(reader.next_logprobs() - lp).max() < 1e-5, context
+    long = ["the", "people", "of", "this", "nation", "and"] * 40    # longer than the BPTT length
+    reader = scorer.reader()
+    for start in range(0, len(long), 7):
+        reader.feed(long[start:start + 7])
+    at_once = scorer.next_logprobs(long)
+    assert np.abs(reader.next_logprobs() - at_once).max() < 1e-5
+    assert at_once[v.index["the"]] == pytest.approx(scorer.score(long + ["the"])[-2][1], abs=1e-5)
 
 
 def test_next_words_are_the_most_probable_first_without_unk(runs):
