@@ -24,7 +24,8 @@ def __getattr__(name):  # torch is imported only when a model is needed
     if name == "interpolate":   # interpolate(load(A), load(B), weight=None): a mixed scorer
         from lmlow.runs import InterpolatedRun
         return InterpolatedRun
-    if name in ("embed", "fit_ngram", "fit_sweep", "sweep_status", "cancel_sweep", "results"):   # the other commands: api.py
+    if name in ("embed", "fit_ngram", "fit_sweep", "sweep_status", "cancel_sweep",
+                "results"):   # the other commands: api.py
         from lmlow import api
         return getattr(api, name)
     if name == "Config":

@@ -249,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")   # escaped, not a traceback
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and getattr(args, "run", None) == "predict" and not any(a.startswith("-") for a in extra):
-        args.context += extra     # words after an option: argparse took RUN_DIR's (none) before it
+    words_after_an_option = getattr(args, "run", None) == "predict" and not any(
+        a.startswith("-") for a in extra)
+    if extra and words_after_an_option:   # argparse gave the context (none) out before the option
+        args.context += extra
     elif extra:
         parser.parse_args(argv)   # argparse's own one-line error for what it did not know
     args.argv = list(sys.argv[1:] if argv is None else argv)
