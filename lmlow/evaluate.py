@@ -8,6 +8,7 @@ scored exactly once.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from abc import ABC, abstractmethod
@@ -254,6 +255,14 @@ class LineReader(ABC):
 
     def next_words(self, top: int = 10, include_unk: bool = False) -> list[tuple[str, float]]:
         return top_words(self.scorer.vocab, self.next_logprobs(), top, include_unk)
+
+    def fork(self) -> "LineReader":
+        """An independent reader at the same place: keep one per word typed, and a deleted
+        word goes back to the one before it without reading the line again. (Each step makes
+        new state objects, never changes the old ones, so a shallow copy is safe.)"""
+        other = copy.copy(self)
+        other.words = list(self.words)
+        return other
 
 
 def line_words(text: str | list[str]) -> list[str]:

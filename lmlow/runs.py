@@ -142,6 +142,11 @@ class MixedReader(LineReader):
     def next_logprobs(self) -> np.ndarray:
         return mix_logprobs(self.a.next_logprobs(), self.b.next_logprobs(), self.scorer.weight)
 
+    def fork(self) -> "MixedReader":
+        other = super().fork()
+        other.a, other.b = self.a.fork(), self.b.fork()
+        return other
+
 
 def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **lstm_options) -> Scorer:
     """Open a run folder as a scorer. ``checkpoint`` (default: best, or last for a run stopped

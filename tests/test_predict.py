@@ -109,6 +109,12 @@ def test_next_word_probabilities_sum_to_one_and_agree_with_scoring(runs, extende
     for start in range(0, len(long), 7):
         reader.feed(long[start:start + 7])
     at_once = scorer.next_logprobs(long)
+    before = scorer.reader().feed("the")                # a keyboard's undo: fork, then go back
+    after = before.fork().feed("people")
+    assert before.words == ["the"] and after.words == ["the", "people"]
+    assert np.abs(before.next_logprobs() - scorer.next_logprobs("the")).max() < 1e-5
+    assert np.abs(after.next_logprobs() - scorer.next_logprobs("the people")).max() < 1e-5
+    assert np.abs(before.feed("of").next_logprobs() - scorer.next_logprobs("the of")).max() < 1e-5
     assert np.abs(reader.next_logprobs() - at_once).max() < 1e-5
     assert at_once[v.index["the"]] == pytest.approx(scorer.score(long + ["the"])[-2][1], abs=1e-5)
 
