@@ -203,7 +203,8 @@ class Scorer(ABC):
         lines = iter_lines(path)
         while block := list(itertools.islice(lines, lines_at_once)):
             words = [tokens + [EOS] for _, tokens in block]
-            ids = np.array(self.vocab.encode([w for line in words for w in line]), dtype=np.int64)
+            ids = np.array(self.vocab.encode([w for line in words for w in line]),
+                           dtype=np.int64)
             lp, start = self.token_logprobs(ids, reset_lines=True), 0
             for (lineno, _), line in zip(block, words):
                 ln = [float(p) for p in lp[start:start + len(line)]]

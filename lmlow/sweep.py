@@ -522,11 +522,13 @@ def progress(metrics: list[dict]) -> str:
         best = min(valid, key=lambda m: m["valid_ppl"])
         text += (f"; valid ppl {valid[-1]['valid_ppl']:.1f}, best {best['valid_ppl']:.1f} "
                  f"(epoch {number(best, 'epoch') or 0:g})")
-    timed = [m for m in metrics if number(m, "epoch") is not None and number(m, "elapsed") is not None]
+    timed = [m for m in metrics
+             if number(m, "epoch") is not None and number(m, "elapsed") is not None]
     if len(timed) > 1:
-        (a, b) = timed[-2:]
+        a, b = timed[-2:]
         if b["epoch"] > a["epoch"] and b["elapsed"] > a["elapsed"]:
-            text += f"; {(b['elapsed'] - a['elapsed']) / (b['epoch'] - a['epoch']) / 60:.1f} min/epoch"
+            minutes = (b["elapsed"] - a["elapsed"]) / (b["epoch"] - a["epoch"]) / 60
+            text += f"; {minutes:.1f} min/epoch"
     return text
 
 

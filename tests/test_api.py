@@ -95,7 +95,8 @@ def test_fit_sweep_and_results_make_what_sweep_and_report_make(speech_corpus, ve
                          # ranges: checked before the plan (lr = -1 failed every run, after it)
                          (dict(jobs=0), r"jobs = 0: must be >= 1"),
                          (dict(lr=-1.0), r"lr = -1.0: must be > 0"),
-                         (dict(executor="cluster"), r"executor = 'cluster': choose one of local, slurm"),
+                         (dict(executor="cluster"),
+                          r"executor = 'cluster': choose one of local, slurm"),
                          (dict(slurm={"time": "1:00"}), r"slurm = \{'time': '1:00'\}: settings for "
                                                         r"executor='slurm' \(executor is 'local'\)"),
                          (dict(executor="slurm", slurm={"cpus_per_run": 0}),

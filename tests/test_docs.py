@@ -159,7 +159,8 @@ def test_the_readme_example_runs_on_the_bundled_corpus(tmp_path):
     scored = json.loads(last)
     assert scored["words"][-1] == "<eos>" and len(scored["logprob"]) == 8
     assert all(p < 0 for p in scored["logprob"])
-    predicted = [line for line in r.stdout.splitlines() if line.startswith("the function returns -> ")]
+    predicted = [line for line in r.stdout.splitlines()
+                 if line.startswith("the function returns -> ")]
     assert len(predicted) == 1 and predicted[0].count(", ") == 4, r.stdout[-2000:]
 
 

@@ -90,7 +90,8 @@ def test_next_word_probabilities_sum_to_one_and_agree_with_scoring(runs, extende
         total = {"lstm": 1, "ngram": kenlm_total(kn, context),
                  "mixture": 0.3 + 0.7 * kenlm_total(kn, context)}[kind]
         assert abs(total - 1) < 1e-3
-        assert math.fsum(np.exp(lp)) == pytest.approx(total, abs={"lstm": 1e-5, "ngram": 1e-9, "mixture": 1e-6}[kind])
+        tolerance = {"lstm": 1e-5, "ngram": 1e-9, "mixture": 1e-6}[kind]
+        assert math.fsum(np.exp(lp)) == pytest.approx(total, abs=tolerance)
         words = context.split()
         # the most probable words, the line's end, <unk> and the rarest word, each scored as
         # the next token of a line by the scoring path (KenLM's full_scores, the batched LSTM)
@@ -141,7 +142,8 @@ def test_the_command_lists_what_the_api_gives(runs, tmp_path):
     assert record["context"] == ["the", "people"] and record["oov"] == [False, False]
     expected = load(lstm).next_words("the people", top=3)
     assert [n["word"] for n in record["next"]] == [w for w, _ in expected]
-    assert [n["logprob"] for n in record["next"]] == pytest.approx([p for _, p in expected], abs=1e-5)
+    assert [n["logprob"] for n in record["next"]] == pytest.approx([p for _, p in expected],
+                                                                   abs=1e-5)
     assert [n["prob"] for n in record["next"]] == pytest.approx(
         [math.exp(p) for _, p in expected], abs=1e-7)
 

@@ -149,7 +149,8 @@ def test_the_python_api_submits_follows_and_cancels_a_slurm_sweep(cluster, speec
                              slurm={"cpus_per_run": 1, "time": "20", "setup": ["echo ready"]},
                              quiet=True)
     assert [s["run"] for s in states] == ["short.seed1", "long.seed1"]
-    assert all(s["state"] in ("pending", "running", "finished") and s["job"] for s in states), states
+    assert all(s["state"] in ("pending", "running", "finished") and s["job"]
+               for s in states), states
     script = next((out / "slurm").glob("array-*.sh")).read_text()
     assert "#SBATCH --array=0-1" in script and '#SBATCH --time="20"' in script
     assert "\necho ready\n" in script
