@@ -180,12 +180,8 @@ class Scorer(ABC):
         return self.reader().feed(context).next_logprobs()
 
     def context_ids(self, context: str | list[str]) -> list[int]:
-        """The ids of a context's words: the start of one line, so ``<eos>`` is refused."""
-        words = line_words(context)
-        if EOS in words:
-            raise LmlowError(f"the context holds {EOS}: a context is the start of one line "
-                             "(its end is what is predicted)")
-        return self.vocab.encode(words)
+        """The ids of a context's words (:func:`context_words`)."""
+        return self.vocab.encode(context_words(context))
 
     def next_words(self, context: str | list[str] = "", top: int = 10,
                    include_unk: bool = False) -> list[tuple[str, float]]:
@@ -269,6 +265,16 @@ class LineReader(ABC):
 def line_words(text: str | list[str]) -> list[str]:
     """A line's words: a text split at white space, or a list of words as given."""
     return text.split() if isinstance(text, str) else list(text)
+
+
+def context_words(context: str | list[str]) -> list[str]:
+    """A context's words: the start of one line, so ``<eos>`` is refused (its end is what is
+    predicted)."""
+    words = line_words(context)
+    if EOS in words:
+        raise LmlowError(f"the context holds {EOS}: a context is the start of one line "
+                         "(its end is what is predicted)")
+    return words
 
 
 def mix_logprobs(lp_a: np.ndarray, lp_b: np.ndarray, weight: float) -> np.ndarray:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from lmlow.config import setting
-from lmlow.data.textio import EOS
 from lmlow.errors import LmlowError
+from lmlow.evaluate import context_words
 from lmlow.runs import ModelOptions
 
 
@@ -36,11 +36,7 @@ def contexts(words: list[str], file: Path | None) -> Iterator[tuple[int | None, 
 
         yield from iter_lines(file)
         return
-    words = " ".join(words).split()
-    if EOS in words:
-        raise LmlowError(f"the context holds {EOS}: a context is the start of one line (its "
-                         "end is what is predicted)")
-    yield None, words
+    yield None, context_words(" ".join(words))      # checked before the model is loaded
 
 
 def predictions(scorer, items: Iterable[tuple[int | None, list[str]]], top: int = 10,
