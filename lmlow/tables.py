@@ -6,7 +6,10 @@ import io
 
 
 def fmt(x, digits: int = 3) -> str:
-    """Numbers to ``digits`` significant figures (as the papers print them), others as text."""
+    """Numbers to ``digits`` significant figures (as the papers print them), others as text;
+    a missing value (a KenLM row's parameter count, one seed's sd) is an empty cell, not "None"."""
+    if x is None:
+        return ""
     if isinstance(x, float):
         if x != x:
             return "nan"

@@ -288,6 +288,11 @@ def test_report_takes_one_baseline_row_per_data_size(speech_corpus, tmp_path):
     assert r.returncode == 0, r.stderr
     rows = {row["configuration"]: row for row in csv.DictReader((sweep / "results.csv").open())}
     assert set(rows) == {"standard", "KenLM 3-gram", "KenLM 3-gram.data0.5"}
+    lines = (sweep / "results.md").read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| configuration"))
+    kenlm = next(line for line in lines if line.startswith("| KenLM 3-gram "))
+    cells = dict(zip((c.strip() for c in header.split("|")), (c.strip() for c in kenlm.split("|"))))
+    assert cells["valid sd"] == cells["trainable params"] == "" and "None" not in kenlm
     for name, run in (("KenLM 3-gram", "kn"), ("KenLM 3-gram.data0.5", "kn-half")):
         assert float(rows[name]["valid ppl"]) == pytest.approx(
             NgramRun(tmp_path / run).evaluate("valid").perplexity, rel=1e-6)
