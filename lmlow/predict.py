@@ -63,7 +63,13 @@ def prediction_text(record: dict) -> str:
 
 
 def _percent(p: float) -> str:
-    return f"{100 * p:.1f}%" if p >= 0.001 else f"{p:.1e}"
+    """Two significant figures at least (``21.3%``, ``4.1%``, ``0.13%``, ``0.010%``), and below
+    one in 10,000 the probability itself (``9.9e-05``): a flat distribution's ranks differ in
+    the second figure, which one decimal place of a percent would hide."""
+    if p < 1e-4:
+        return f"{p:.1e}"
+    two = f"{100 * p:#.2g}"                        # 9.99 -> "10.": then one decimal place
+    return f"{100 * p:.1f}%" if p >= 0.1 or two.endswith(".") else two + "%"
 
 
 __all__ = ["PredictOptions", "contexts", "prediction_text", "predictions"]

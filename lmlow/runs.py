@@ -256,6 +256,9 @@ def open_scorer(run_dir: Path, checkpoint: str | None = None, device: str = "aut
     check_values(opts)
     if opts.weight is not None and not opts.interpolate:
         raise LmlowError("--weight needs --interpolate RUN_DIR2")
+    if opts.interpolate and Path(opts.interpolate).resolve() == Path(run_dir).resolve():
+        raise LmlowError(f"--interpolate {opts.interpolate}: the run being scored itself "
+                         "(a mixture of a run with itself is that run)")
     run = load(run_dir, checkpoint, device, batch_size=getattr(opts, "batch_size", None),
                map_unseen_inputs=opts.map_unseen_inputs,
                map_unseen_outputs=opts.map_unseen_outputs)

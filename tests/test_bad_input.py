@@ -175,6 +175,8 @@ CASES = [
     (["predict", "R", "the", "--weight", "0.5"], "--weight needs --interpolate", None),
     (["predict", "N", "the", "--map-unseen-outputs"], "--map-unseen-outputs applies to LSTM", None),
     (["predict", "R", "the", "--interpolate", "X"], "X: no such run folder", None),
+    (["predict", "R", "the", "--interpolate", "R"], "the run being scored itself", None),
+    (["eval", "R", "--interpolate", "R/."], "the run being scored itself", None),
     # sweep, report
     (["sweep", "C", "--grid", "table9", "--out", "O"], "--grid", "O"),
     (["sweep", "C", "--grid", "six", "--out", "O", "--seeds", "1,a"], "--seeds", "O"),
