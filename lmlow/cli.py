@@ -159,12 +159,12 @@ def cmd_eval(args) -> None:
 
 
 def cmd_score(args) -> None:
-    from lmlow.runs import ModelOptions, open_scorer
+    from lmlow.runs import ScoreOptions, open_scorer
 
-    opts = ModelOptions(**settings_from(args, ModelOptions))
+    opts = ScoreOptions(**settings_from(args, ScoreOptions))
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     _model_notes(args.run_dir, run, name if opts.interpolate else None)
-    for record in run.score_file(args.file):
+    for record in run.score_file(args.file, raw=opts.raw):
         print(json.dumps(record))
 
 
@@ -183,11 +183,12 @@ def cmd_predict(args) -> None:
     from lmlow.runs import open_scorer
 
     opts = PredictOptions(**settings_from(args, PredictOptions))
-    items = contexts(args.context, args.file)
+    items = contexts(args.context, args.file, opts.raw)
     first = next(items)                      # a bad --file fails before the model is loaded
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     _model_notes(args.run_dir, run, name if opts.interpolate else None)
-    for record in predictions(run, itertools.chain([first], items), opts.top, opts.include_unk):
+    for record in predictions(run, itertools.chain([first], items), opts.top, opts.include_unk,
+                              opts.raw):
         print(json.dumps(record) if args.json else prediction_text(record), flush=True)
 
 

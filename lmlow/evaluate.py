@@ -14,12 +14,13 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 
 from lmlow.config import Config
 from lmlow.data.corpus import Corpus
-from lmlow.data.textio import EOS, iter_lines
+from lmlow.data.textio import EOS, iter_lines, iter_text
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 
@@ -161,10 +162,11 @@ class Scorer(ABC):
         return evaluate_logprobs(split, enc.ids, lp, self.vocab.count_array(), self.vocab.unk_id,
                                  enc.stats.oov_tokens, eos_id=self.vocab.eos_id)
 
-    def score(self, sentence: str | list[str]) -> list[tuple[str, float, bool]]:
+    def score(self, sentence: str | list[str], raw: bool = False) -> list[tuple[str, float, bool]]:
         """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,
-        from a fresh state, like KenLM's ``full_scores``."""
-        words = line_words(sentence) + [EOS]
+        from a fresh state, like KenLM's ``full_scores``; ``raw``: ``sentence`` is raw text,
+        read through :meth:`tokenise`."""
+        words = self._words(sentence, raw) + [EOS]
         ids = np.array(self.vocab.encode(words), dtype=np.int64)
         lp = self.token_logprobs(ids, reset_lines=True)
         return [(w, float(p), w not in self.vocab) for w, p in zip(words, lp)]
@@ -173,30 +175,57 @@ class Scorer(ABC):
         """The model reading one line word by word from a fresh state (:class:`LineReader`)."""
         raise LmlowError(f"{self.run_dir}: this model cannot list next-word probabilities")
 
-    def next_logprobs(self, context: str | list[str]) -> np.ndarray:
+    def next_logprobs(self, context: str | list[str], raw: bool = False) -> np.ndarray:
         """Natural-log probability of every vocabulary word (by id; ``<eos>``: the line ends)
         as the next token after the words of ``context``, read from a fresh line state as
-        :meth:`score` reads a line; a word out of the vocabulary is read as ``<unk>``."""
-        return self.reader().feed(context).next_logprobs()
+        :meth:`score` reads a line; a word out of the vocabulary is read as ``<unk>``;
+        ``raw``: ``context`` is raw text, read through :meth:`tokenise`."""
+        return self.reader().feed(self._words(context, raw) if raw else context).next_logprobs()
+
+    def _words(self, text: str | list[str], raw: bool) -> list[str]:
+        """A line's words: as given, or with ``raw`` tokenised as the corpus was."""
+        if not raw:
+            return line_words(text)
+        return next(iter(self.tokenise([text if isinstance(text, str) else " ".join(text)])))
 
     def context_ids(self, context: str | list[str]) -> list[int]:
         """The ids of a context's words (:func:`context_words`)."""
         return self.vocab.encode(context_words(context))
 
     def next_words(self, context: str | list[str] = "", top: int = 10,
-                   include_unk: bool = False) -> list[tuple[str, float]]:
+                   include_unk: bool = False, raw: bool = False) -> list[tuple[str, float]]:
         """The ``top`` most probable next words after ``context`` (a keyboard's suggestions, a
         recogniser's next-word list): (word, natural-log probability), most probable first,
-        ties in vocabulary order; ``<unk>`` is left out unless ``include_unk``."""
-        return top_words(self.vocab, self.next_logprobs(context), top, include_unk)
+        ties in vocabulary order; ``<unk>`` is left out unless ``include_unk``; ``raw``: as
+        :meth:`next_logprobs`."""
+        return top_words(self.vocab, self.next_logprobs(context, raw), top, include_unk)
 
-    def score_file(self, path: Path, lines_at_once: int = 1024):
+    def preparation(self) -> dict:
+        """How the corpus this model read was tokenised and normalised (its `lmlow prepare`
+        record, :meth:`lmlow.rundir.RunDir.preparation`)."""
+        from lmlow.rundir import RunDir
+
+        return RunDir(self.run_dir).preparation()
+
+    def tokenise(self, lines: Iterable[str]) -> Iterator[list[str]]:
+        """Lines of raw text to the words this model reads, one list per line: tokenised and
+        normalised as `lmlow prepare` made its corpus (``--raw``; ``run.tokenise(["The
+        Stock rose 5%."])`` gives ``[["the", "stock", "rose", "N"]]`` for a ``--ptb``
+        corpus)."""
+        if "_tokenise" not in self.__dict__:        # a tokenizer model loads once per scorer
+            from lmlow.data.tokenize import text_tokenizer
+
+            self._tokenise = text_tokenizer(self.preparation())
+        return self._tokenise(lines)
+
+    def score_file(self, path: Path, lines_at_once: int = 1024, raw: bool = False):
         """``lmlow score``: one record per line of ``path`` (its words and ``<eos>``, their
         natural-log and log10 probabilities, OOV flags and totals). Each line is scored from a
         fresh state, as :meth:`score` scores it, but ``lines_at_once`` lines go to the model
         together (an LSTM scores them side by side: an n-best list of thousands of lines no
-        longer runs the model once per line)."""
-        lines = iter_lines(path)
+        longer runs the model once per line). ``raw``: the lines are raw text, read through
+        :meth:`tokenise` (a line left with no word is scored as its end alone)."""
+        lines = self._raw_lines(path, lines_at_once) if raw else iter_lines(path)
         while block := list(itertools.islice(lines, lines_at_once)):
             words = [tokens + [EOS] for _, tokens in block]
             ids = np.array(self.vocab.encode([w for line in words for w in line]),
@@ -210,6 +239,14 @@ class Scorer(ABC):
                        "oov": [w not in self.vocab for w in line],
                        "total_logprob": round(sum(ln), 6),
                        "total_log10prob": round(sum(ln) / LN10, 6)}
+
+
+    def _raw_lines(self, path: Path, lines_at_once: int) -> Iterator[tuple[int, list[str]]]:
+        """(line number, words) of each non-blank line of a raw text, tokenised in blocks."""
+        self.preparation()                        # no record: refused before the file is read
+        text = iter_text(path)
+        while block := list(itertools.islice(text, lines_at_once)):
+            yield from zip((n for n, _ in block), self.tokenise(t for _, t in block))
 
 
 def top_words(vocab: Vocabulary, logprobs: np.ndarray, top: int = 10,

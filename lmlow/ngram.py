@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from lmlow.config import UNK_HELP, Config, check_values, require_vectors_for_extend, setting
-from lmlow.data.corpus import Corpus, training_ids, write_ids_as_text
+from lmlow.data.corpus import Corpus, corpus_preparation, training_ids, write_ids_as_text
 from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
@@ -112,18 +112,19 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
                              "training reserves (KenLM's sentence boundaries and lmlow's <unk> "
                              "stand-in); replace it in the corpus")
     train_ids = training_ids(corpus, train_fraction)     # checked first; counts: this part's
+    prepared = corpus_preparation(corpus_dir)
     with run.lock():                       # one estimator per folder; checked again under it
         run.check_new(force)
         run.remove_stale_temporaries()
         run.clear()
         return _estimate(run, corpus_dir, vocab, train_ids, lmplz, build_binary, order,
                          unk_threshold, memory, prune, quiet, extend_vocab, embeddings,
-                         train_fraction)
+                         train_fraction, prepared)
 
 
 def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, order,
               unk_threshold, memory, prune, quiet, extend_vocab, embeddings,
-              train_fraction) -> NgramConfig:
+              train_fraction, prepared) -> NgramConfig:
     """lmplz and build_binary into temporary names, renamed into place only when both have
     finished (summary.json last): a run killed at any point leaves no half model under a final
     name, and its temporaries (``*.tmpPID``, lmplz's ``lmplz-tmp-*``) are cleared by the next
@@ -163,7 +164,7 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
                           lmplz_seconds=round(lmplz_seconds, 2),
                           lmplz_peak_rss_mb=peak_rss_mb(stderr), extend_vocab=extend_vocab,
                           embeddings=str(Path(embeddings).resolve()) if extend_vocab else None,
-                          train_fraction=train_fraction)
+                          train_fraction=train_fraction, prepared=prepared)
         atomic_write_json(run.config, asdict(cfg), indent=2)
         os.replace(arpa, run.arpa)
         os.replace(binary_file, run.binary)

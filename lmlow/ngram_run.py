@@ -40,6 +40,7 @@ class NgramConfig:
     extend_vocab: bool = False     # the vocabulary has the words of ``embeddings`` (count 0)
     embeddings: str | None = None
     train_fraction: float = 1.0    # estimated on this first fraction of the training lines
+    prepared: dict | None = None   # the corpus's prepare.json: how its text was tokenised
     kind: str = NGRAM
 
     def done_line(self, out: Path) -> str:
@@ -55,7 +56,8 @@ class NgramConfig:
     def load(cls, path: Path) -> "NgramConfig":
         data = read_json(path)
         names = {f.name for f in fields(cls)}
-        missing = names - set(data) - {"kind", "extend_vocab", "embeddings", "train_fraction"}
+        missing = names - set(data) - {"kind", "extend_vocab", "embeddings", "train_fraction",
+                                       "prepared"}
         if missing:
             raise LmlowError(f"{path}: not an n-gram run configuration (lacks {', '.join(sorted(missing))})")
         return cls(**{k: v for k, v in data.items() if k in names})

@@ -13,38 +13,42 @@ from typing import Iterable, Iterator
 from lmlow.config import setting
 from lmlow.errors import LmlowError
 from lmlow.evaluate import context_words
-from lmlow.runs import ModelOptions
+from lmlow.runs import ScoreOptions
 
 
 @dataclass
-class PredictOptions(ModelOptions):
+class PredictOptions(ScoreOptions):
     """What `lmlow predict` lists, from which model (its flags are generated from these
     fields)."""
     top: int = setting(10, "how many next words to list, most probable first", metavar="N")
     include_unk: bool = setting(False, "list <unk> too (left out by default: it is no word "
                                 "to offer)", switch=True)
-    RANGES: typing.ClassVar[dict] = {**ModelOptions.RANGES, "top": "[1, inf)"}
+    RANGES: typing.ClassVar[dict] = {**ScoreOptions.RANGES, "top": "[1, inf)"}
 
 
-def contexts(words: list[str], file: Path | None) -> Iterator[tuple[int | None, list[str]]]:
-    """(line number or None, words) of each context: the command line's words (one context;
-    none: the start of a line) or every non-blank line of ``file``."""
+def contexts(words: list[str], file: Path | None,
+             raw: bool = False) -> Iterator[tuple[int | None, list[str] | str]]:
+    """(line number or None, context) of each context: the command line's words (one context;
+    none: the start of a line) or every non-blank line of ``file``; with ``raw`` each context
+    is its text, which :func:`predictions` tokenises as the run's corpus was."""
     if file is not None:
         if words:
             raise LmlowError("give the context as words or as --file FILE, not both")
-        from lmlow.data.textio import iter_lines
+        from lmlow.data.textio import iter_lines, iter_text
 
-        yield from iter_lines(file)
+        yield from iter_text(file) if raw else iter_lines(file)
         return
-    yield None, context_words(" ".join(words))      # checked before the model is loaded
+    text = " ".join(words)
+    yield None, text if raw else context_words(text)    # checked before the model is loaded
 
 
-def predictions(scorer, items: Iterable[tuple[int | None, list[str]]], top: int = 10,
-                include_unk: bool = False) -> Iterator[dict]:
-    """One record per context: its words, which of them are out of the vocabulary (read as
-    ``<unk>``), and the ``top`` next words with their probability and natural-log
-    probability."""
-    for line, words in items:
+def predictions(scorer, items: Iterable[tuple[int | None, list[str] | str]], top: int = 10,
+                include_unk: bool = False, raw: bool = False) -> Iterator[dict]:
+    """One record per context: its words (with ``raw``, as the context's text tokenised
+    reads), which of them are out of the vocabulary (read as ``<unk>``), and the ``top`` next
+    words with their probability and natural-log probability."""
+    for line, context in items:
+        words = scorer._words(context, raw)
         record = {"line": line} if line is not None else {}
         record |= {"context": words, "oov": [w not in scorer.vocab for w in words],
                    "next": [{"word": w, "prob": round(math.exp(lp), 8), "logprob": round(lp, 6)}

@@ -145,7 +145,33 @@ class RunDir:
         return want
 
     def _write_data(self, corpus: Path, fingerprint: dict) -> None:
-        atomic_write_json(self.data_file, {"corpus": str(corpus), "fingerprint": fingerprint})
+        """data.json; with the corpus's preparation record (prepare.json) when it has one, or
+        the one recorded before (a corpus moved without its prepare.json is the same text)."""
+        from lmlow.data.corpus import corpus_preparation
+
+        data = {"corpus": str(corpus), "fingerprint": fingerprint}
+        prepared = corpus_preparation(corpus) or self._recorded_preparation()
+        atomic_write_json(self.data_file, data | ({"prepared": prepared} if prepared else {}))
+
+    def _recorded_preparation(self) -> dict | None:
+        """The preparation record this run copied from its corpus (data.json for an LSTM run,
+        config.json for an n-gram run), None where it has none."""
+        from lmlow.data.tokenize import checked_preparation
+
+        for source in (self.data_file, self.config):
+            if source.is_file() and (record := read_json(source).get("prepared")) is not None:
+                return checked_preparation(record, f"{source}: prepared")
+        return None
+
+    def preparation(self) -> dict:
+        """How this run's corpus was tokenised and normalised, for new text read as that text
+        was (`lmlow score --raw`, `predict --raw`); one line if the run has no record."""
+        record = self._recorded_preparation()
+        if record is None:
+            raise LmlowError(f"{self.path}: no record of how its corpus was tokenised (a corpus "
+                             "not made by `lmlow prepare`, or a run from before lmlow kept "
+                             "it): give the text tokenised as the corpus was, without --raw")
+        return record
 
     @property
     def arpa(self) -> Path:

@@ -115,6 +115,19 @@ class InterpolatedRun(Scorer):
         self.mapped_outputs = a.mapped_outputs
         self.weight = weight if weight is not None else self.tune("valid", reset_lines)
 
+    def preparation(self) -> dict:
+        """The first run's record; the second's, where it has one, must say the same."""
+        mine = self.a.preparation()
+        try:
+            theirs = self.b.preparation()
+        except LmlowError:                       # no record: the first run's decides
+            return mine
+        if theirs != mine:
+            raise LmlowError(f"{self.a.run_dir} and {self.b.run_dir}: their corpora were "
+                             f"tokenised differently ({mine} against {theirs}); --raw cannot "
+                             "read a line as both read their text")
+        return mine
+
     def tune(self, split: str, reset_lines: bool = False) -> float:
         ids = self.corpus().encode(split).ids
         return tune_weight(self.a.token_logprobs(ids, reset_lines),
@@ -233,6 +246,15 @@ class ModelOptions:
     map_unseen_inputs: bool = setting(False, MAP_HELP, switch=True)
     map_unseen_outputs: bool = setting(False, MAP_OUT_HELP, switch=True)
     RANGES: typing.ClassVar[dict] = {"weight": "[0, 1]"}
+
+
+@dataclass
+class ScoreOptions(ModelOptions):
+    """What `lmlow score` (and `predict`) read: the model's options and how its text comes."""
+    raw: bool = setting(False, "the text is raw, as typed or recognised: tokenise and "
+                        "normalise it as `lmlow prepare` made the run's corpus (its tokenizer, "
+                        "--lowercase, --numbers, --strip-punct; recorded in the run folder), "
+                        "not split on spaces as given", switch=True)
 
 
 @dataclass

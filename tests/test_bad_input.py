@@ -2,6 +2,7 @@
 (lmlow's own check) or 2 (argparse's), one line on stderr naming the offending file, line or
 flag, no traceback, and (where it had an output) nothing left behind."""
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -18,7 +19,8 @@ from conftest import cli, write_corpus
 # empty folder, M the corpus with its train split changed, L a link to nothing, W a
 # vectors file of words without values, GR a grid file whose run has lr = -1, DR a config file
 # with dropout = 1.5, S a sweep folder whose one run (R without its checkpoints) has a damaged
-# evaluation.
+# evaluation, RAW0 R without its corpus's preparation record, RBAD R with a damaged one, CP the
+# corpus with a damaged prepare.json.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -177,6 +179,14 @@ CASES = [
     (["predict", "R", "the", "--interpolate", "X"], "X: no such run folder", None),
     (["predict", "R", "the", "--interpolate", "R"], "the run being scored itself", None),
     (["eval", "R", "--interpolate", "R/."], "the run being scored itself", None),
+    # --raw: text read as the corpus was prepared, from the record the run keeps
+    (["score", "RAW0", "C/test.txt", "--raw"], "no record of how its corpus was tokenised", None),
+    (["predict", "RAW0", "The", "--raw"], "no record of how its corpus was tokenised", None),
+    (["predict", "RBAD", "The", "--raw"], "RBAD/data.json: prepared: not the record", None),
+    (["score", "R", "B/train.txt", "--raw"], "not valid UTF-8", None),
+    (["train", "CP", "--out", "O", "--preset", "tiny"], "CP/prepare.json: not the record", "O"),
+    (["ngram", "CP", "--out", "O"], "CP/prepare.json: not the record", "O"),
+    (["unk", "CP", "--out", "O"], "CP/prepare.json: not the record", "O"),
     # sweep, report
     (["sweep", "C", "--grid", "table9", "--out", "O"], "--grid", "O"),
     (["sweep", "C", "--grid", "six", "--out", "O", "--seeds", "1,a"], "--seeds", "O"),
@@ -259,6 +269,15 @@ def places(speech_corpus, tmp_path_factory):
     shutil.copytree(speech_corpus, moved)
     with open(moved / "train.txt", "a") as f:
         f.write("one more line\n")
+    unrecorded, tampered, badly = root / "unrecorded", root / "tampered", root / "badly"
+    for copy, prepared in ((unrecorded, None), (tampered, {"tokenizer": "nltk"})):
+        shutil.copytree(run, copy, ignore=shutil.ignore_patterns(".lock"))
+        data = json.loads((copy / "data.json").read_text())
+        data.pop("prepared")                 # the fixture corpus was made by lmlow prepare
+        (copy / "data.json").write_text(json.dumps(data | ({"prepared": prepared}
+                                                           if prepared else {})))
+    shutil.copytree(speech_corpus, badly)
+    (badly / "prepare.json").write_text('{"tokenizer": 1}\n')
     (root / "lr.toml").write_text('lr = "fast"\n')
     (root / "unknown.toml").write_text("learning_rate = 1\n")
     (root / "grid.toml").write_text("[other]\nx = 1\n")
@@ -277,7 +296,7 @@ def places(speech_corpus, tmp_path_factory):
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
             "W": root / "words.txt", "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
-            "S": sweep, "root": root}
+            "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "root": root}
 
 
 def _snapshot(root) -> dict:

@@ -208,3 +208,81 @@ def test_a_file_scored_in_blocks_of_lines_is_each_line_scored_alone(runs, tmp_pa
         assert r["words"] == [w for w, _, _ in alone] and r["oov"] == [o for _, _, o in alone]
         assert r["logprob"] == pytest.approx([p for _, p, _ in alone], abs=2e-6)
         assert r["total_logprob"] == pytest.approx(sum(p for _, p, _ in alone), abs=1e-5)
+
+
+RAW = ('The United States, in 1794, have "directed" the Officers.\n'
+       "\n"
+       "<eos> and $1,000.50 wasn't trivial\n"
+       "!!! ...\n"
+       "Fellow-Citizens of the Senate\n")
+
+
+def test_raw_text_is_read_as_prepare_made_the_corpus(runs, speech_corpus, tmp_path):
+    """`--raw`: a sentence as typed or recognised is tokenised and normalised as `lmlow prepare`
+    made the run's corpus (spaCy, --ptb here): the records equal those of the same text
+    tokenised by `lmlow prepare` itself and scored as given, for the LSTM, the n-gram and
+    their mixture; predict reads a raw context the same way; a line that normalises to no word
+    is scored as its end alone, so every line keeps its record."""
+    lstm, kn = runs
+    assert json.loads((speech_corpus / "prepare.json").read_text()) == {
+        "tokenizer": "spacy", "lowercase": True, "numbers": True, "strip_punct": True}
+    raw = tmp_path / "raw.txt"
+    raw.write_text(RAW)
+    tokenised = tmp_path / "tokenised.txt"
+    lmlow("prepare", raw, "--out", tokenised, "--no-split", "--documents", "line",
+          "--tokenizer", "spacy", "--ptb", check=True)
+    lines = tokenised.read_text().splitlines()
+    assert lines[0] == "the united states in N have directed the officers"   # by hand
+    assert lines[1] == "< eos > and $ N was n't trivial" and len(lines) == 3  # "!!! ..." dropped
+    r = lmlow("score", lstm, raw, "--raw")
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(line) for line in r.stdout.splitlines()]
+    want = [json.loads(line) for line in lmlow("score", lstm, tokenised, check=True).stdout
+            .splitlines()]
+    assert [g["line"] for g in got] == [1, 3, 4, 5] and got[2]["words"] == ["<eos>"]
+    assert [g["words"] for g in got[:2] + got[3:]] == [w["words"] for w in want]
+    assert [g["logprob"] for g in got[:2] + got[3:]] == [w["logprob"] for w in want]
+    for scorer in (load(kn), InterpolatedRun(load(lstm), load(kn), 0.3)):    # the same reading
+        got = list(scorer.score_file(raw, raw=True))
+        assert [g["words"][:-1] for g in got] == [line.split() for line in lines[:2]] + \
+            [[]] + [lines[2].split()]
+        assert [g["total_logprob"] for g in got[:2] + got[3:]] == \
+            [r["total_logprob"] for r in scorer.score_file(tokenised)]
+    r = lmlow("predict", lstm, "The", "United", "States,", "--raw", "--json", "--top", "3")
+    assert r.returncode == 0, r.stderr
+    record = json.loads(r.stdout)
+    assert record["context"] == ["the", "united", "states"]
+    assert [(n["word"], n["logprob"]) for n in record["next"]] == [
+        (w, round(lp, 6)) for w, lp in load(lstm).next_words("the united states", top=3)]
+    run = load(lstm)
+    assert run.score("The Officers.", raw=True) == run.score("the officers")
+    assert run.next_words("In 1794,", raw=True) == run.next_words("in N")
+    assert list(run.tokenise(["The 5 men.", ""])) == [["the", "N", "men"], []]
+
+
+def test_raw_text_needs_the_runs_record_and_one_tokenisation(runs, speech_corpus, tmp_path):
+    """A run keeps its corpus's record (data.json, the n-gram's config.json) when the corpus
+    moves without it (a resume from the moved corpus) and `lmlow unk` passes it on; two runs
+    whose corpora were tokenised differently cannot read one raw line for their mixture."""
+    import shutil
+
+    lstm, kn = runs
+    moved = tmp_path / "moved"
+    shutil.copytree(speech_corpus, moved, ignore=shutil.ignore_patterns("prepare.json"))
+    run = tmp_path / "run"
+    shutil.copytree(lstm, run, ignore=shutil.ignore_patterns(".lock"))
+    before = json.loads((run / "data.json").read_text())["prepared"]
+    r = lmlow("train", moved, "--resume", run, "--max-epochs", "2", "--threads", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    data = json.loads((run / "data.json").read_text())
+    assert data["corpus"] == str(moved.resolve()) and data["prepared"] == before
+    lmlow("unk", speech_corpus, "--unk-threshold", "2", "--out", tmp_path / "unk", check=True)
+    assert json.loads((tmp_path / "unk" / "prepare.json").read_text()) == before
+    other = tmp_path / "kn-other"
+    shutil.copytree(kn, other)
+    config = json.loads((other / "config.json").read_text())
+    config["prepared"]["lowercase"] = False
+    (other / "config.json").write_text(json.dumps(config))
+    mixed = InterpolatedRun(load(lstm), load(other), 0.5)
+    with pytest.raises(LmlowError, match="tokenised differently"):
+        mixed.score("The people", raw=True)

@@ -23,7 +23,7 @@ import numpy as np
 from lmlow.data.textio import iter_lines
 from lmlow.data.vocab import Vocabulary, build_vocabulary
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_path, atomic_write_text, staged_outputs
+from lmlow.files import atomic_path, atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.progress import progress
 
 SPLITS = ("train", "valid", "test")
@@ -254,6 +254,18 @@ def split_path(root: Path, split: str) -> Path:
     return gz if gz.exists() and not plain.exists() else plain
 
 
+PREPARATION = "prepare.json"       # how `lmlow prepare` tokenised and normalised the text
+
+
+def corpus_preparation(root: Path) -> dict | None:
+    """The corpus's preparation record (:func:`lmlow.data.tokenize.preparation_record`), or
+    None for a corpus lmlow did not prepare (made by hand, or before lmlow recorded it)."""
+    from lmlow.data.tokenize import checked_preparation
+
+    path = Path(root) / PREPARATION
+    return checked_preparation(read_json(path), path) if path.is_file() else None
+
+
 def check_corpus_folder(root: Path) -> None:
     """A folder with the three splits (plain or gzipped), or one line naming what is missing."""
     root = Path(root)
@@ -332,9 +344,13 @@ def write_unk_corpus(path: Path, out: Path, force: bool = False, **reading) -> d
     out = Path(out)
     if out.resolve() == Path(path).resolve():
         raise LmlowError(f"{out}: --out must differ from the corpus folder")
-    with staged_outputs(out, [f"{s}.txt" for s in SPLITS], force) as stage:
+    preparation = corpus_preparation(path)       # the text is the same text, read with <unk>
+    with staged_outputs(out, [f"{s}.txt" for s in SPLITS] + [PREPARATION], force) as stage:
         corpus, _ = read_corpus(path, **reading)
-        return corpus.write_unk_replaced(stage)
+        stats = corpus.write_unk_replaced(stage)
+        if preparation:
+            atomic_write_json(stage / PREPARATION, preparation, indent=2)
+        return stats
 
 
 def write_ids_as_text(ids: np.ndarray, vocab: Vocabulary, path: Path) -> None:

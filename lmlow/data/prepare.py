@@ -9,6 +9,7 @@ with a seeded shuffle, so that no document straddles two splits.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import typing
@@ -18,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from lmlow.data.corpus import SPLITS
+from lmlow.data.corpus import PREPARATION, SPLITS
 from lmlow.data.textio import decode_line, iter_lines, open_binary
 from lmlow.config import check_values, setting
-from lmlow.data.tokenize import TOKENIZERS, Normalisation, make_tokenizer
+from lmlow.data.tokenize import TOKENIZERS, Normalisation, make_tokenizer, preparation_record
 from lmlow.errors import LmlowError
 from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder,
                          refuse_overwrite, remove_if_empty, remove_stale_stages)
@@ -170,7 +171,7 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         raise LmlowError(f"{out}: is a folder; --no-split writes one file")
     if not no_split and out.exists() and not out.is_dir():
         raise LmlowError(f"{out}: exists and is not a folder")
-    targets = [out] if no_split else [out / f"{s}.txt" for s in SPLITS]
+    targets = [out] if no_split else [out / f"{s}.txt" for s in SPLITS] + [out / PREPARATION]
     refuse_overwrite(targets, force)
     excluded = _line_hashes(exclude)
     folder = out.parent if no_split else out
@@ -191,7 +192,8 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
             report.splits["all"] = _summary(len(docs.tokens), sum(docs.tokens), out)
         else:
             assignment = assign_splits(docs.tokens, valid, test, seed)
-            _copy_splits(scratch, docs, assignment, out, report)
+            _copy_splits(scratch, docs, assignment, out, report,
+                         preparation_record(tokenizer, norm))
     except BaseException:
         scratch.unlink(missing_ok=True)
         remove_if_empty(created)              # a failed command leaves no folder behind
@@ -290,10 +292,14 @@ def assign_splits(doc_tokens: list[int], valid, test, seed: int) -> list[str]:
     return assignment
 
 
-def _copy_splits(scratch, docs: Documents, assignment, out: Path, report: PrepareReport) -> None:
+def _copy_splits(scratch, docs: Documents, assignment, out: Path, report: PrepareReport,
+                 preparation: dict) -> None:
+    """The three splits and the preparation record appear together, or none changes."""
     counts = {split: [0, 0] for split in SPLITS}          # documents, tokens
-    with ExitStack() as stack:        # the three splits appear together, or none changes
+    with ExitStack() as stack:
         tmp = {s: stack.enter_context(atomic_path(out / f"{s}.txt")) for s in SPLITS}
+        record = stack.enter_context(atomic_path(out / PREPARATION))
+        record.write_text(json.dumps(preparation, indent=2) + "\n", encoding="utf-8")
         with ExitStack() as files, open(scratch, "rb") as src:
             handles = {s: files.enter_context(open(tmp[s], "wb")) for s in SPLITS}
             for start, end, ntok, split in zip(docs.starts, docs.ends, docs.tokens, assignment):

@@ -33,6 +33,26 @@ def open_binary(path: Path):
         raise LmlowError(f"{path}: cannot open ({e.strerror or e})") from None
 
 
+def iter_text(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for every non-blank line of a raw text (not tokenised:
+    `lmlow score --raw`), with :func:`iter_lines`'s checks but ``<eos>`` allowed (tokenising
+    makes it an ordinary word)."""
+    path = Path(path)
+    any_text = False
+    with open_binary(path) as f:
+        try:
+            _refuse_binary(path, f)
+            for lineno, raw in enumerate(f, 1):
+                text = decode_line(path, lineno, raw).strip()
+                if text:
+                    any_text = True
+                    yield lineno, text
+        except (OSError, EOFError) as e:  # corrupt gzip stream, I/O error
+            raise LmlowError(f"{path}: cannot read ({e})") from None
+    if not any_text:
+        raise LmlowError(f"{path}: empty file (no text)")
+
+
 def iter_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line_number, tokens)`` for every non-blank line, validating as it streams.
 

@@ -109,3 +109,34 @@ def _stanza_tokenizer():
             doc = nlp(line)
             yield [t.text for s in doc.sentences for t in s.tokens]
     return tokenize
+
+
+PREPARATION_KEYS = ("tokenizer", "lowercase", "numbers", "strip_punct")
+
+
+def preparation_record(tokenizer: str, norm: Normalisation) -> dict:
+    """How `lmlow prepare` tokenised and normalised a corpus (its prepare.json, which each run
+    trained on it copies): what `lmlow score --raw` and `predict --raw` apply to new text, so
+    that a sentence is read as the corpus's text was, not as typed."""
+    return {"tokenizer": tokenizer, "lowercase": norm.lowercase, "numbers": norm.numbers,
+            "strip_punct": norm.strip_punct}
+
+
+def checked_preparation(record, where) -> dict:
+    """``record`` if it is a preparation record lmlow writes; one line naming ``where`` if not
+    (a record edited by hand must not tokenise text silently some other way)."""
+    if not (isinstance(record, dict) and set(PREPARATION_KEYS) <= set(record)
+            and record["tokenizer"] in TOKENIZERS
+            and all(isinstance(record[k], bool) for k in PREPARATION_KEYS[1:])):
+        raise LmlowError(f"{where}: not the record of a preparation lmlow writes (tokenizer: "
+                         f"one of {', '.join(TOKENIZERS)}; lowercase, numbers, strip_punct: "
+                         "true or false); restore it or delete it")
+    return {k: record[k] for k in PREPARATION_KEYS}
+
+
+def text_tokenizer(record: dict) -> Callable[[Iterable[str]], Iterator[list[str]]]:
+    """Lines of raw text to token lists, one list per line (a line may tokenise to none), as
+    `lmlow prepare` made the corpus ``record`` describes."""
+    tokenize = make_tokenizer(record["tokenizer"])
+    norm = Normalisation(record["lowercase"], record["numbers"], record["strip_punct"])
+    return lambda lines: (norm.apply(tokens) for tokens in tokenize(lines))
