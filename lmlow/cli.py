@@ -159,13 +159,16 @@ def cmd_eval(args) -> None:
 
 
 def cmd_score(args) -> None:
+    from lmlow.evaluate import ScoreTotals
     from lmlow.runs import ScoreOptions, open_scorer
 
     opts = ScoreOptions(**settings_from(args, ScoreOptions))
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     _model_notes(args.run_dir, run, name if opts.interpolate else None)
+    totals = ScoreTotals()
     for record in run.score_file(args.file, raw=opts.raw):
-        print(json.dumps(record))
+        print(json.dumps(totals.add(record)))
+    print(f"lmlow: {args.file}: {totals.text()}", file=sys.stderr)
 
 
 def _model_notes(run_dir, run, mixture: str | None) -> None:

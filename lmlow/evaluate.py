@@ -249,6 +249,35 @@ class Scorer(ABC):
             yield from zip((n for n, _ in block), self.tokenise(t for _, t in block))
 
 
+@dataclass
+class ScoreTotals:
+    """What `lmlow score` says on stderr after its records, as KenLM's ``query`` does: the
+    file's perplexity over every token (``<eos>`` included), and without the out-of-vocabulary
+    words (scored as ``<unk>``), whose probability is a share of ``<unk>``'s, not a word's."""
+    lines: int = 0
+    tokens: int = 0
+    oov: int = 0
+    logprob: float = 0.0
+    oov_logprob: float = 0.0
+
+    def add(self, record: dict) -> dict:
+        self.lines += 1
+        self.tokens += len(record["words"])
+        self.logprob += sum(record["logprob"])
+        oov = [p for p, o in zip(record["logprob"], record["oov"]) if o]
+        self.oov += len(oov)
+        self.oov_logprob += sum(oov)
+        return record
+
+    def text(self) -> str:
+        ppl = math.exp(-self.logprob / self.tokens)
+        known = self.tokens - self.oov
+        without = (f"{math.exp(-(self.logprob - self.oov_logprob) / known):.2f}" if known
+                   else "none left")
+        return (f"{self.lines} lines, {self.tokens} tokens with <eos>, {self.oov} out of the "
+                f"vocabulary: perplexity {ppl:.2f} ({without} without them)")
+
+
 def top_words(vocab: Vocabulary, logprobs: np.ndarray, top: int = 10,
               include_unk: bool = False) -> list[tuple[str, float]]:
     """The ``top`` words of a next-word distribution, most probable first (ties in vocabulary

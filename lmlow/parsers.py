@@ -209,12 +209,14 @@ def _eval_parser(sub) -> None:
 
 def _score_parser(sub) -> None:
     p = sub.add_parser("score", help="per-word log-probabilities of the sentences of a file",
-                       description="Score every line of FILE (tokenised like the corpus, or "
-                       "raw text with --raw) as a sentence from a fresh state, like KenLM's full_scores: one JSON object "
-                       "per line with the words (and </s> as <eos>), natural-log and log10 "
-                       "probabilities, OOV flags and totals. With --interpolate, the word-by-word "
-                       "mixture of two runs over the same vocabulary (an LSTM and its n-gram, "
-                       "as a reranker or recogniser combines them).",
+                       description="Score every line of FILE (tokenised like the corpus, "
+                       "or raw text with --raw) as a sentence from a fresh state, like KenLM's "
+                       "full_scores: one JSON object per line with the words (and </s> as "
+                       "<eos>), natural-log and log10 probabilities, OOV flags and totals; then "
+                       "on stderr the file's perplexity with and without its out-of-vocabulary "
+                       "words, as KenLM's query prints them. With --interpolate, the word-by-"
+                       "word mixture of two runs over the same vocabulary (an LSTM and its "
+                       "n-gram, as a reranker or recogniser combines them).",
                        epilog="Examples: lmlow score runs/ptb nbest.txt  |  lmlow score runs/ptb "
                        "typed.txt --raw  |  lmlow score runs/ptb nbest.txt --interpolate "
                        "runs/ptb-kn5 --weight 0.7")
@@ -231,8 +233,8 @@ def _predict_parser(sub) -> None:
 
     p = sub.add_parser("predict", help="the most probable next words after a context",
                        description="List the most probable next words after a context (the "
-                       "start of a line, tokenised like the corpus, or raw with --raw), read from a fresh state "
-                       "as `lmlow score` reads a line: what a keyboard would suggest. Works with "
+                       "start of a line, tokenised like the corpus, or raw with --raw), read "
+                       "from a fresh state as `lmlow score` reads a line: what a keyboard would suggest. Works with "
                        "LSTM and n-gram runs and, with --interpolate, their mixture. <eos> in "
                        "the list means the line ends there; out-of-vocabulary context words are "
                        "read as <unk>.",

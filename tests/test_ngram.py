@@ -115,6 +115,13 @@ def test_score_gives_kenlm_full_scores_in_natural_log(kn, tmp_path):
         ref = [s[0] for s in m.full_scores(text.replace("zzz", "<unk>"))]
         assert line["logprob"] == pytest.approx([p * LN10 for p in ref], abs=1e-5)
     assert isinstance(load(kn), NgramRun) and math.isfinite(load(kn).score("the house")[0][1])
+    out = subprocess.run([find_program("query", ""), str(kn / "model.arpa")], stdin=open(f),
+                         capture_output=True, text=True, check=True).stdout   # KenLM's totals
+    want = [float(re.search(rf"Perplexity {w} OOVs:\s*(\S+)", out).group(1))
+            for w in ("including", "excluding")]
+    got = re.fullmatch(r"lmlow: \S+: 2 lines, 10 tokens with <eos>, 1 out of the vocabulary: "
+                       r"perplexity (\S+) \((\S+) without them\)\n", r.stderr)
+    assert got and [float(x) for x in got.groups()] == pytest.approx(want, abs=0.006), r.stderr
 
 
 def test_errors_are_one_line(speech_corpus, kn, tmp_path):
