@@ -148,11 +148,28 @@ class Scorer(ABC):
         return reset_lines or not self.carries_state
 
     def corpus(self, root: Path | None = None) -> Corpus:
-        """The corpus (or another folder read with this model's vocabulary and UNK rule)."""
+        """The corpus (or another folder read with this model's vocabulary and UNK rule; one
+        that records another tokenisation than the model's corpus is refused: its perplexity
+        would compare other tokens)."""
         if root is None and not Path(self.corpus_path).is_dir():
             raise LmlowError(f"{self.corpus_path}: no such corpus folder (the one "
                              f"{self.run_dir} was trained on); if it moved, pass --corpus PATH")
+        if root is not None:
+            self._check_tokenised_alike(Path(root))
         return Corpus(Path(root or self.corpus_path), self.unk_threshold, vocab=self.vocab)
+
+    def _check_tokenised_alike(self, root: Path) -> None:
+        from lmlow.data.corpus import corpus_preparation
+        from lmlow.rundir import RunDir
+
+        theirs = corpus_preparation(root)
+        mine = RunDir(self.run_dir).recorded_preparation()
+        if theirs and mine and theirs != mine:
+            differ = "; ".join(f"{k} {theirs[k]} against {mine[k]}" for k in mine
+                               if theirs[k] != mine[k])
+            raise LmlowError(f"{root}: prepared otherwise than the corpus {self.run_dir} was "
+                             f"trained on ({differ}): its perplexity would not compare the same "
+                             "tokens; prepare the text as that corpus was")
 
     def evaluate(self, split: str = "valid", corpus: Path | None = None,
                  reset_lines: bool = False) -> Evaluation:

@@ -66,6 +66,8 @@ class GenerateOptions:
     """What `lmlow generate` samples (its flags are generated from these fields)."""
     prompt: str = setting("", "text to continue, tokenised like the corpus (words the "
                           "vocabulary lacks are read as <unk>)", metavar="TEXT")
+    raw: bool = setting(False, "the prompt is raw text: tokenise and normalise it as `lmlow "
+                        "prepare` made the run's corpus (as `lmlow score --raw`)", switch=True)
     words: int = setting(50, "tokens to generate per sample, <eos> included", metavar="N")
     samples: int = setting(1, "number of samples", metavar="N")
     seed: int = setting(1, "random seed: the same seed gives the same text, and sample i is "
@@ -201,9 +203,14 @@ def generate(run, checkpoint: str | None = None, device: str = "auto",
     read as ``<unk>``; words; samples; seed) and :class:`Sampling` fields."""
     opts, sampling = split_options(options, GenerateOptions, Sampling)
     run = open_run(run, checkpoint, device)
-    ids = sample_ids(run.model, run.vocab, run.vocab.encode(opts.prompt.split()), opts.words,
+    ids = sample_ids(run.model, run.vocab, run.vocab.encode(prompt_words(run, opts)), opts.words,
                      opts.samples, opts.seed, sampling, run.device)
     return [run.vocab.decode(s) for s in ids]
+
+
+def prompt_words(run, opts: GenerateOptions) -> list[str]:
+    """The prompt's words: split on spaces, or with ``raw`` tokenised as the corpus was."""
+    return next(iter(run.tokenise([opts.prompt]))) if opts.raw else opts.prompt.split()
 
 
 # --------------------------------------------------------------------------- bias sweep
@@ -322,7 +329,7 @@ def sample_texts(run_dir: Path, checkpoint: str | None = None, device: str = "au
 
     run = LSTMRun(run_dir, checkpoint, device)
     opts, _ = split_options(options, GenerateOptions, Sampling)
-    given = opts.prompt.split()
+    given = prompt_words(run, opts)
     unknown = [w for w in given if w not in run.vocab]
     note = (f"(read as <unk>, not in the vocabulary: {' '.join(unknown[:10])})"
             if unknown else None)
@@ -336,4 +343,4 @@ def sample_texts(run_dir: Path, checkpoint: str | None = None, device: str = "au
 
 
 __all__ = ["BiasSweepOptions", "GenerateOptions", "Sampling", "bias_sweep", "filter_logits",
-           "generate", "parse_lambdas", "render", "sample_ids", "sample_texts"]
+           "generate", "parse_lambdas", "prompt_words", "render", "sample_ids", "sample_texts"]

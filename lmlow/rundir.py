@@ -150,10 +150,10 @@ class RunDir:
         from lmlow.data.corpus import corpus_preparation
 
         data = {"corpus": str(corpus), "fingerprint": fingerprint}
-        prepared = corpus_preparation(corpus) or self._recorded_preparation()
+        prepared = corpus_preparation(corpus) or self.recorded_preparation()
         atomic_write_json(self.data_file, data | ({"prepared": prepared} if prepared else {}))
 
-    def _recorded_preparation(self) -> dict | None:
+    def recorded_preparation(self) -> dict | None:
         """The preparation record this run copied from its corpus (data.json for an LSTM run,
         config.json for an n-gram run), None where it has none."""
         from lmlow.data.tokenize import checked_preparation
@@ -166,7 +166,7 @@ class RunDir:
     def preparation(self) -> dict:
         """How this run's corpus was tokenised and normalised, for new text read as that text
         was (`lmlow score --raw`, `predict --raw`); one line if the run has no record."""
-        record = self._recorded_preparation()
+        record = self.recorded_preparation()
         if record is None:
             raise LmlowError(f"{self.path}: no record of how its corpus was tokenised (a corpus "
                              "not made by `lmlow prepare`, or a run from before lmlow kept "

@@ -20,7 +20,7 @@ from conftest import cli, write_corpus
 # vectors file of words without values, GR a grid file whose run has lr = -1, DR a config file
 # with dropout = 1.5, S a sweep folder whose one run (R without its checkpoints) has a damaged
 # evaluation, RAW0 R without its corpus's preparation record, RBAD R with a damaged one, CP the
-# corpus with a damaged prepare.json.
+# corpus with a damaged prepare.json, CL the corpus recorded as prepared without --lowercase.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -187,6 +187,8 @@ CASES = [
     (["train", "CP", "--out", "O", "--preset", "tiny"], "CP/prepare.json: not the record", "O"),
     (["ngram", "CP", "--out", "O"], "CP/prepare.json: not the record", "O"),
     (["unk", "CP", "--out", "O"], "CP/prepare.json: not the record", "O"),
+    (["eval", "R", "--corpus", "CL"], "CL: prepared otherwise than the corpus", None),
+    (["analyze", "R", "--corpus", "CL", "--out", "O"], "CL: prepared otherwise", "O"),
     # sweep, report
     (["sweep", "C", "--grid", "table9", "--out", "O"], "--grid", "O"),
     (["sweep", "C", "--grid", "six", "--out", "O", "--seeds", "1,a"], "--seeds", "O"),
@@ -278,6 +280,10 @@ def places(speech_corpus, tmp_path_factory):
                                                            if prepared else {})))
     shutil.copytree(speech_corpus, badly)
     (badly / "prepare.json").write_text('{"tokenizer": 1}\n')
+    cased = root / "cased"                   # the same text, recorded as not lowercased
+    shutil.copytree(speech_corpus, cased)
+    record = json.loads((cased / "prepare.json").read_text())
+    (cased / "prepare.json").write_text(json.dumps(record | {"lowercase": False}))
     (root / "lr.toml").write_text('lr = "fast"\n')
     (root / "unknown.toml").write_text("learning_rate = 1\n")
     (root / "grid.toml").write_text("[other]\nx = 1\n")
@@ -296,7 +302,8 @@ def places(speech_corpus, tmp_path_factory):
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
             "W": root / "words.txt", "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
-            "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "root": root}
+            "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
+            "root": root}
 
 
 def _snapshot(root) -> dict:

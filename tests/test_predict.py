@@ -258,6 +258,12 @@ def test_raw_text_is_read_as_prepare_made_the_corpus(runs, speech_corpus, tmp_pa
     assert run.score("The Officers.", raw=True) == run.score("the officers")
     assert run.next_words("In 1794,", raw=True) == run.next_words("in N")
     assert list(run.tokenise(["The 5 men.", ""])) == [["the", "N", "men"], []]
+    from lmlow.generate import generate
+
+    assert generate(run, prompt="The Officers,", raw=True, words=4) == \
+        generate(run, prompt="the officers", words=4)
+    r = lmlow("generate", lstm, "--prompt", "The Officers,", "--raw", "--words", "4")
+    assert r.returncode == 0 and r.stdout.startswith("the officers "), r.stderr
 
 
 def test_raw_text_needs_the_runs_record_and_one_tokenisation(runs, speech_corpus, tmp_path):
