@@ -166,7 +166,7 @@ def cmd_score(args) -> None:
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     _model_notes(args.run_dir, run, name if opts.interpolate else None)
     totals = ScoreTotals()
-    for record in run.score_file(args.file, raw=opts.raw):
+    for record in run.score_file(args.file, raw=opts.raw, ids=opts.ids):
         print(json.dumps(totals.add(record)))
     print(f"lmlow: {args.file}: {totals.text()}", file=sys.stderr)
 
@@ -186,7 +186,7 @@ def cmd_predict(args) -> None:
     from lmlow.runs import open_scorer
 
     opts = PredictOptions(**settings_from(args, PredictOptions))
-    items = contexts(args.context, args.file, opts.raw)
+    items = contexts(args.context, args.file, opts.raw, opts.ids)
     first = next(items)                      # a bad --file fails before the model is loaded
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     _model_notes(args.run_dir, run, name if opts.interpolate else None)

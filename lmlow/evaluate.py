@@ -183,7 +183,7 @@ class Scorer(ABC):
         """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,
         from a fresh state, like KenLM's ``full_scores``; ``raw``: ``sentence`` is raw text,
         read through :meth:`tokenise`."""
-        words = self._words(sentence, raw) + [EOS]
+        words = self.words(sentence, raw) + [EOS]
         ids = np.array(self.vocab.encode(words), dtype=np.int64)
         lp = self.token_logprobs(ids, reset_lines=True)
         return [(w, float(p), w not in self.vocab) for w, p in zip(words, lp)]
@@ -197,10 +197,11 @@ class Scorer(ABC):
         as the next token after the words of ``context``, read from a fresh line state as
         :meth:`score` reads a line; a word out of the vocabulary is read as ``<unk>``;
         ``raw``: ``context`` is raw text, read through :meth:`tokenise`."""
-        return self.reader().feed(self._words(context, raw) if raw else context).next_logprobs()
+        return self.reader().feed(self.words(context, raw) if raw else context).next_logprobs()
 
-    def _words(self, text: str | list[str], raw: bool) -> list[str]:
-        """A line's words: as given, or with ``raw`` tokenised as the corpus was."""
+    def words(self, text: str | list[str], raw: bool = False) -> list[str]:
+        """A line's words as this model reads them: split on spaces as given, or with ``raw``
+        tokenised and normalised as the corpus was (:meth:`tokenise`)."""
         if not raw:
             return line_words(text)
         return next(iter(self.tokenise([text if isinstance(text, str) else " ".join(text)])))
@@ -235,35 +236,46 @@ class Scorer(ABC):
             self._tokenise = text_tokenizer(self.preparation())
         return self._tokenise(lines)
 
-    def score_file(self, path: Path, lines_at_once: int = 1024, raw: bool = False):
+    def score_file(self, path: Path, lines_at_once: int = 1024, raw: bool = False,
+                   ids: bool = False):
         """``lmlow score``: one record per line of ``path`` (its words and ``<eos>``, their
         natural-log and log10 probabilities, OOV flags and totals). Each line is scored from a
         fresh state, as :meth:`score` scores it, but ``lines_at_once`` lines go to the model
         together (an LSTM scores them side by side: an n-best list of thousands of lines no
-        longer runs the model once per line). ``raw``: the lines are raw text, read through
-        :meth:`tokenise` (a line left with no word is scored as its end alone)."""
-        lines = self._raw_lines(path, lines_at_once) if raw else iter_lines(path)
+        longer runs the model once per line). ``raw`` and ``ids``: as :meth:`file_lines` reads
+        them (a line left with no word is scored as its end alone)."""
+        lines = self.file_lines(path, raw, ids, lines_at_once)
         while block := list(itertools.islice(lines, lines_at_once)):
-            words = [tokens + [EOS] for _, tokens in block]
-            ids = np.array(self.vocab.encode([w for line in words for w in line]),
-                           dtype=np.int64)
-            lp, start = self.token_logprobs(ids, reset_lines=True), 0
-            for (lineno, _), line in zip(block, words):
+            words = [tokens + [EOS] for _, _, tokens in block]
+            token_ids = np.array(self.vocab.encode([w for line in words for w in line]),
+                                 dtype=np.int64)
+            lp, start = self.token_logprobs(token_ids, reset_lines=True), 0
+            for (lineno, key, _), line in zip(block, words):
                 ln = [float(p) for p in lp[start:start + len(line)]]
                 start += len(line)
-                yield {"line": lineno, "words": line, "logprob": [round(p, 6) for p in ln],
-                       "log10prob": [round(p / LN10, 6) for p in ln],
-                       "oov": [w not in self.vocab for w in line],
-                       "total_logprob": round(sum(ln), 6),
-                       "total_log10prob": round(sum(ln) / LN10, 6)}
+                yield ({"line": lineno} | ({"id": key} if ids else {})
+                       | {"words": line, "logprob": [round(p, 6) for p in ln],
+                          "log10prob": [round(p / LN10, 6) for p in ln],
+                          "oov": [w not in self.vocab for w in line],
+                          "total_logprob": round(sum(ln), 6),
+                          "total_log10prob": round(sum(ln) / LN10, 6)})
 
-
-    def _raw_lines(self, path: Path, lines_at_once: int) -> Iterator[tuple[int, list[str]]]:
-        """(line number, words) of each non-blank line of a raw text, tokenised in blocks."""
+    def file_lines(self, path: Path, raw: bool = False, ids: bool = False,
+                   lines_at_once: int = 1024) -> Iterator[tuple[int, str | None, list[str]]]:
+        """(line number, identifier, words) of each non-blank line of ``path``: its words split
+        on spaces, or with ``raw`` its text tokenised as the corpus was (:meth:`tokenise`, in
+        blocks); with ``ids`` the line's first field is its identifier (an n-best list's
+        ``utt7-3``), not a word, else the identifier is None."""
+        if not raw:
+            for n, tokens in iter_lines(path):
+                yield (n, tokens[0], tokens[1:]) if ids else (n, None, tokens)
+            return
         self.preparation()                        # no record: refused before the file is read
-        text = iter_text(path)
+        text = ((n, *(t.split(None, 1) + [""])[:2]) if ids else (n, None, t)
+                for n, t in iter_text(path))
         while block := list(itertools.islice(text, lines_at_once)):
-            yield from zip((n for n, _ in block), self.tokenise(t for _, t in block))
+            yield from ((n, key, words) for (n, key, _), words in
+                        zip(block, self.tokenise(t for _, _, t in block)))
 
 
 @dataclass

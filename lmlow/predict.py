@@ -26,30 +26,39 @@ class PredictOptions(ScoreOptions):
     RANGES: typing.ClassVar[dict] = {**ScoreOptions.RANGES, "top": "[1, inf)"}
 
 
-def contexts(words: list[str], file: Path | None,
-             raw: bool = False) -> Iterator[tuple[int | None, list[str] | str]]:
-    """(line number or None, context) of each context: the command line's words (one context;
-    none: the start of a line) or every non-blank line of ``file``; with ``raw`` each context
-    is its text, which :func:`predictions` tokenises as the run's corpus was."""
-    if file is not None:
-        if words:
-            raise LmlowError("give the context as words or as --file FILE, not both")
-        from lmlow.data.textio import iter_lines, iter_text
-
-        yield from iter_text(file) if raw else iter_lines(file)
+def contexts(words: list[str], file: Path | None, raw: bool = False,
+             ids: bool = False) -> Iterator[tuple[int | None, str | None, list[str] | str]]:
+    """(line number or None, identifier or None, context) of each context: the command line's
+    words (one context; none: the start of a line) or every non-blank line of ``file`` (with
+    ``ids``, after the identifier that starts it); with ``raw`` each context is its text, which
+    :func:`predictions` tokenises as the run's corpus was."""
+    if file is None:
+        if ids:
+            raise LmlowError("--ids needs --file FILE (the identifiers start its lines)")
+        text = " ".join(words)
+        yield None, None, text if raw else context_words(text)   # checked before the model
         return
-    text = " ".join(words)
-    yield None, text if raw else context_words(text)    # checked before the model is loaded
+    if words:
+        raise LmlowError("give the context as words or as --file FILE, not both")
+    from lmlow.data.textio import iter_lines, iter_text
+
+    if raw:
+        for n, text in iter_text(file):
+            yield (n, *(text.split(None, 1) + [""])[:2]) if ids else (n, None, text)
+    else:
+        for n, tokens in iter_lines(file):
+            yield (n, tokens[0], tokens[1:]) if ids else (n, None, tokens)
 
 
-def predictions(scorer, items: Iterable[tuple[int | None, list[str] | str]], top: int = 10,
-                include_unk: bool = False, raw: bool = False) -> Iterator[dict]:
+def predictions(scorer, items: Iterable[tuple[int | None, str | None, list[str] | str]],
+                top: int = 10, include_unk: bool = False, raw: bool = False) -> Iterator[dict]:
     """One record per context: its words (with ``raw``, as the context's text tokenised
     reads), which of them are out of the vocabulary (read as ``<unk>``), and the ``top`` next
     words with their probability and natural-log probability."""
-    for line, context in items:
-        words = scorer._words(context, raw)
-        record = {"line": line} if line is not None else {}
+    for line, key, context in items:
+        words = scorer.words(context, raw)
+        record = ({"line": line} if line is not None else {}) | \
+            ({"id": key} if key is not None else {})
         record |= {"context": words, "oov": [w not in scorer.vocab for w in words],
                    "next": [{"word": w, "prob": round(math.exp(lp), 8), "logprob": round(lp, 6)}
                             for w, lp in scorer.next_words(words, top, include_unk)]}
@@ -61,7 +70,8 @@ def prediction_text(record: dict) -> str:
     shown as ``word(<unk>)``; an empty context as ``<line start>``)."""
     shown = " ".join(f"{w}(<unk>)" if oov else w
                      for w, oov in zip(record["context"], record["oov"])) or "<line start>"
-    where = f"{record['line']}: " if "line" in record else ""
+    where = (f"{record['line']}: " if "line" in record else "") + \
+        (f"{record['id']}: " if "id" in record else "")
     return where + shown + " -> " + ", ".join(f"{n['word']} {_percent(n['prob'])}"
                                               for n in record["next"])
 

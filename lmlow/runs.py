@@ -255,6 +255,9 @@ class ScoreOptions(ModelOptions):
                         "normalise it as `lmlow prepare` made the run's corpus (its tokenizer, "
                         "--lowercase, --numbers, --strip-punct; recorded in the run folder), "
                         "not split on spaces as given", switch=True)
+    ids: bool = setting(False, "each line of the file starts with an identifier (an n-best "
+                        "list's utt7-3), copied into its record as \"id\", not scored",
+                        switch=True)
 
 
 @dataclass

@@ -292,3 +292,32 @@ def test_raw_text_needs_the_runs_record_and_one_tokenisation(runs, speech_corpus
     mixed = InterpolatedRun(load(lstm), load(other), 0.5)
     with pytest.raises(LmlowError, match="tokenised differently"):
         mixed.score("The people", raw=True)
+
+
+def test_an_nbest_list_keeps_its_identifiers(runs, tmp_path):
+    """`--ids`: each line starts with an identifier (an n-best list's), copied into the record
+    and not scored: the records equal those of the lines without it, raw or not, for score and
+    for predict; predict needs --file for it."""
+    lstm, _ = runs
+    nbest, plain = tmp_path / "nbest.txt", tmp_path / "plain.txt"
+    nbest.write_text("utt1-1 the people of the united states\nutt1-2 the people\n\nutt2-1\n")
+    plain.write_text("the people of the united states\nthe people\n\n\n")
+    run = load(lstm)
+    got = list(run.score_file(nbest, ids=True))
+    assert [(g["line"], g["id"]) for g in got] == [(1, "utt1-1"), (2, "utt1-2"), (4, "utt2-1")]
+    want = list(run.score_file(plain))
+    assert [{k: v for k, v in g.items() if k != "id"} for g in got[:2]] == want
+    assert got[2]["words"] == ["<eos>"]
+    raw = tmp_path / "raw.txt"
+    raw.write_text("utt1-1 The People of the United States.\nutt1-2   The people\n\nutt2-1\n")
+    assert list(run.score_file(raw, raw=True, ids=True)) == got
+    r = lmlow("score", lstm, nbest, "--ids")
+    assert r.returncode == 0 and [json.loads(x) for x in r.stdout.splitlines()] == got, r.stderr
+    r = lmlow("predict", lstm, "--file", raw, "--raw", "--ids", "--top", "2")
+    assert r.returncode == 0, r.stderr
+    want = lmlow("predict", lstm, "--file", plain, "--top", "2", check=True).stdout.splitlines()
+    lines = r.stdout.splitlines()
+    assert lines[:2] == [w.replace("1: ", "1: utt1-1: ").replace("2: ", "2: utt1-2: ")
+                         for w in want] and lines[2].startswith("4: utt2-1: <line start> -> ")
+    r = lmlow("predict", lstm, "the", "--ids")
+    assert r.returncode == 1 and "--ids needs --file" in r.stderr
