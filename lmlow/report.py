@@ -16,7 +16,7 @@ from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.paired import Paired
 from lmlow.plots import plot_validation_curves
-from lmlow.rundir import MAP_FLAGS, RunDir, map_flags
+from lmlow.rundir import MAP_FLAGS, NGRAM, RunDir, map_flags
 from lmlow.sweepdir import SweepDir
 from lmlow.tables import markdown, to_csv
 
@@ -70,44 +70,48 @@ def scored_with(maps: tuple[bool, bool]) -> str:
 def collect(sweep_dir: Path, maps: tuple[bool, bool] = NO_MAPS) -> list[dict]:
     """One row per configuration; seeds are the runs named ``CONFIG.seedN``. ``maps``: the
     maps asked for (inputs, outputs), applied to the configurations they apply to."""
-    from lmlow.runs import evaluation   # torch: imported when a report is made, not with the module
-
     groups: dict[str, list[RunDir]] = {}
     for run in run_folders(sweep_dir):
         groups.setdefault(re.sub(r"\.seed\d+$", "", run.name), []).append(run)
     if not groups:
         raise LmlowError(f"{sweep_dir}: no finished runs (run folders with {RunDir.SUMMARY})")
-    rows = []
-    for name, runs in groups.items():
-        cfg = read_json(runs[0].config)
-        summaries = [r.summary() for r in runs]
-        roles = EmbeddingRoles.of(cfg)
-        applied = roles.maps(*maps)        # (an n-gram folder: tied by default, so none)
-        valid = [evaluation(r, "valid", *applied)["perplexity"] for r in runs]
-        test = [evaluation(r, "test", *applied)["perplexity"] for r in runs]
-        speeds = [s["tokens_per_s"] for s in summaries if "tokens_per_s" in s]  # whole run, wall clock
-        conv = [convergence(r) for r in runs]
-        rows.append({"configuration": name, **roles.columns(),
-                     "seeds": len(runs), "trainable params": summaries[0].get("trainable"),
-                     "frozen params": summaries[0].get("frozen"),
-                     "valid ppl": statistics.mean(valid), "valid sd": _sd(valid),
-                     "test ppl": statistics.mean(test), "test sd": _sd(test),
-                     "converged": f"{sum(c['converged'] for c in conv)}/{len(runs)}",
-                     "best epoch": statistics.mean(c["best_epoch"] or 0 for c in conv),
-                     "best minutes": statistics.mean(c["best_minutes"] for c in conv),
-                     "tokens/s": round(statistics.mean(speeds)) if speeds else None,
-                     "minutes": statistics.mean(s["train_seconds"] for s in summaries) / 60,
-                     "runs": [str(r.path) for r in runs],
-                     # per seed, for paired comparisons (experiments/claims.py)
-                     "seed list": [read_json(r.config).get("seed") for r in runs],
-                     "valid ppls": valid, "test ppls": test,
-                     "stopped by": [c["stopped_by"] for c in conv],
-                     "precision": _precisions(summaries),
-                     # only when maps were asked for: a plain report's rows stay as they were
-                     **({"maps": list(applied), "scored with": scored_with(applied)}
-                        if any(maps) else {})})
+    rows = [configuration_row(name, runs, maps) for name, runs in groups.items()]
     rows.sort(key=lambda r: -r["valid ppl"])       # as the paper's Table 1: worst first
     return rows
+
+
+def configuration_row(name: str, runs: list[RunDir], maps: tuple[bool, bool] = NO_MAPS) -> dict:
+    """The table row of one configuration: its runs' (seeds') mean and sd, and per seed what
+    paired comparisons read; ``maps`` as :func:`collect`'s."""
+    from lmlow.runs import evaluation   # torch: imported when a report is made, not with the module
+
+    cfg = read_json(runs[0].config)
+    summaries = [r.summary() for r in runs]
+    roles = EmbeddingRoles.of(cfg)
+    applied = roles.maps(*maps)        # (an n-gram folder: tied by default, so none)
+    valid = [evaluation(r, "valid", *applied)["perplexity"] for r in runs]
+    test = [evaluation(r, "test", *applied)["perplexity"] for r in runs]
+    speeds = [s["tokens_per_s"] for s in summaries if "tokens_per_s" in s]  # whole run, wall clock
+    conv = [convergence(r) for r in runs]
+    return {"configuration": name, **roles.columns(),
+            "seeds": len(runs), "trainable params": summaries[0].get("trainable"),
+            "frozen params": summaries[0].get("frozen"),
+            "valid ppl": statistics.mean(valid), "valid sd": _sd(valid),
+            "test ppl": statistics.mean(test), "test sd": _sd(test),
+            "converged": f"{sum(c['converged'] for c in conv)}/{len(runs)}",
+            "best epoch": statistics.mean(c["best_epoch"] or 0 for c in conv),
+            "best minutes": statistics.mean(c["best_minutes"] for c in conv),
+            "tokens/s": round(statistics.mean(speeds)) if speeds else None,
+            "minutes": statistics.mean(s["train_seconds"] for s in summaries) / 60,
+            "runs": [str(r.path) for r in runs],
+            # per seed, for paired comparisons (experiments/claims.py)
+            "seed list": [read_json(r.config).get("seed") for r in runs],
+            "valid ppls": valid, "test ppls": test,
+            "stopped by": [c["stopped_by"] for c in conv],
+            "precision": _precisions(summaries),
+            # only when maps were asked for: a plain report's rows stay as they were
+            **({"maps": list(applied), "scored with": scored_with(applied)}
+               if any(maps) else {})}
 
 
 def _precisions(summaries: list[dict]) -> str:
@@ -133,10 +137,16 @@ def _sd(xs: list[float]) -> float | None:
 
 
 def baseline_row(run_dir: Path) -> dict:
-    """A KenLM (or any other) run folder as an extra row."""
+    """A KenLM run folder as an extra row, named by its order (and its data size and K); an
+    LSTM or Transformer run as a row of its own, named by its folder, with its curve."""
     from lmlow.runs import evaluation
 
     run = RunDir(run_dir).require()
+    if run.kind != NGRAM:
+        if not run.finished:
+            raise LmlowError(f"{run_dir}: not finished (no {RunDir.SUMMARY}); a baseline row "
+                             "is a finished run")
+        return configuration_row(Path(run_dir).name, [run])
     cfg = read_json(run.config)
     name = f"KenLM {cfg['order']}-gram" if "order" in cfg else Path(run_dir).name
     if cfg.get("train_fraction", 1) < 1:           # one row per data size in a datasize table

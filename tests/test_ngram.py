@@ -291,10 +291,17 @@ def test_report_takes_one_baseline_row_per_data_size(speech_corpus, tmp_path):
     for name, fraction in (("kn", 1.0), ("kn-half", 0.5)):
         train_ngram(speech_corpus, tmp_path / name, order=3, memory="100M", quiet=True,
                     train_fraction=fraction)
-    r = lmlow("report", sweep, "--baseline", tmp_path / "kn", "--baseline", tmp_path / "kn-half")
+    import shutil
+
+    prior = tmp_path / "prior"                  # an LSTM run as a baseline: a row of its own
+    shutil.copytree(sweep / "standard.seed1", prior, ignore=shutil.ignore_patterns(".lock"))
+    r = lmlow("report", sweep, "--baseline", tmp_path / "kn", "--baseline", tmp_path / "kn-half",
+              "--baseline", prior)
     assert r.returncode == 0, r.stderr
     rows = {row["configuration"]: row for row in csv.DictReader((sweep / "results.csv").open())}
-    assert set(rows) == {"standard", "KenLM 3-gram", "KenLM 3-gram.data0.5"}
+    assert set(rows) == {"standard", "KenLM 3-gram", "KenLM 3-gram.data0.5", "prior"}
+    for column in ("valid ppl", "test ppl", "trainable params", "tie", "best epoch", "converged"):
+        assert rows["prior"][column] == rows["standard"][column] != ""
     lines = (sweep / "results.md").read_text().splitlines()
     header = next(line for line in lines if line.startswith("| configuration"))
     kenlm = next(line for line in lines if line.startswith("| KenLM 3-gram "))
