@@ -191,7 +191,7 @@ def cmd_predict(args) -> None:
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     _model_notes(args.run_dir, run, name if opts.interpolate else None)
     for record in predictions(run, itertools.chain([first], items), opts.top, opts.include_unk,
-                              opts.raw):
+                              opts.raw, opts.partial):
         print(json.dumps(record) if args.json else prediction_text(record), flush=True)
 
 

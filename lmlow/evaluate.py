@@ -211,12 +211,14 @@ class Scorer(ABC):
         return self.vocab.encode(context_words(context))
 
     def next_words(self, context: str | list[str] = "", top: int = 10,
-                   include_unk: bool = False, raw: bool = False) -> list[tuple[str, float]]:
+                   include_unk: bool = False, raw: bool = False,
+                   prefix: str = "") -> list[tuple[str, float]]:
         """The ``top`` most probable next words after ``context`` (a keyboard's suggestions, a
         recogniser's next-word list): (word, natural-log probability), most probable first,
         ties in vocabulary order; ``<unk>`` is left out unless ``include_unk``; ``raw``: as
-        :meth:`next_logprobs`."""
-        return top_words(self.vocab, self.next_logprobs(context, raw), top, include_unk)
+        :meth:`next_logprobs`; ``prefix``: only the words that begin with it (the word being
+        typed: ``run.next_words("the stock", prefix="mar")``)."""
+        return top_words(self.vocab, self.next_logprobs(context, raw), top, include_unk, prefix)
 
     def preparation(self) -> dict:
         """How the corpus this model read was tokenised and normalised (its `lmlow prepare`
@@ -308,13 +310,15 @@ class ScoreTotals:
 
 
 def top_words(vocab: Vocabulary, logprobs: np.ndarray, top: int = 10,
-              include_unk: bool = False) -> list[tuple[str, float]]:
+              include_unk: bool = False, prefix: str = "") -> list[tuple[str, float]]:
     """The ``top`` words of a next-word distribution, most probable first (ties in vocabulary
-    order), without ``<unk>`` unless ``include_unk``."""
-    lp = np.array(logprobs, dtype=np.float64)
+    order), without ``<unk>`` unless ``include_unk``; with ``prefix``, only the words that begin
+    with it (completions of a word being typed), each with its probability as the next word."""
+    lp = np.asarray(logprobs, dtype=np.float64)
+    ids = vocab.ids_with_prefix(prefix) if prefix else np.arange(len(lp))
     if not include_unk:
-        lp[vocab.unk_id] = -np.inf
-    order = np.argsort(-lp, kind="stable")[:min(top, len(lp) - (not include_unk))]
+        ids = ids[ids != vocab.unk_id]
+    order = ids[np.argsort(-lp[ids], kind="stable")[:top]]
     return [(vocab.words[i], float(lp[i])) for i in order.tolist()]
 
 
@@ -345,8 +349,9 @@ class LineReader(ABC):
     def next_logprobs(self) -> np.ndarray:
         """Natural-log probability of every vocabulary word as the next token."""
 
-    def next_words(self, top: int = 10, include_unk: bool = False) -> list[tuple[str, float]]:
-        return top_words(self.scorer.vocab, self.next_logprobs(), top, include_unk)
+    def next_words(self, top: int = 10, include_unk: bool = False,
+                   prefix: str = "") -> list[tuple[str, float]]:
+        return top_words(self.scorer.vocab, self.next_logprobs(), top, include_unk, prefix)
 
     def fork(self) -> "LineReader":
         """An independent reader at the same place: keep one per word typed, and a deleted

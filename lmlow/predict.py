@@ -23,6 +23,9 @@ class PredictOptions(ScoreOptions):
     top: int = setting(10, "how many next words to list, most probable first", metavar="N")
     include_unk: bool = setting(False, "list <unk> too (left out by default: it is no word "
                                 "to offer)", switch=True)
+    partial: bool = setting(False, "the context's last word is the start of a word being "
+                            "typed: list the words it begins (completions), each with its "
+                            "probability after the words before it", switch=True)
     RANGES: typing.ClassVar[dict] = {**ScoreOptions.RANGES, "top": "[1, inf)"}
 
 
@@ -51,29 +54,39 @@ def contexts(words: list[str], file: Path | None, raw: bool = False,
 
 
 def predictions(scorer, items: Iterable[tuple[int | None, str | None, list[str] | str]],
-                top: int = 10, include_unk: bool = False, raw: bool = False) -> Iterator[dict]:
+                top: int = 10, include_unk: bool = False, raw: bool = False,
+                partial: bool = False) -> Iterator[dict]:
     """One record per context: its words (with ``raw``, as the context's text tokenised
     reads), which of them are out of the vocabulary (read as ``<unk>``), and the ``top`` next
-    words with their probability and natural-log probability."""
+    words with their probability and natural-log probability; with ``partial`` the last word
+    is the ``prefix`` being typed, and only the words it begins are listed."""
     for line, key, context in items:
-        words = scorer.words(context, raw)
+        words, prefix = scorer.words(context, raw), ""
+        if partial:
+            if not words:
+                where = f" on line {line}" if line is not None else ""
+                raise LmlowError(f"--partial: the context{where} has no word being typed")
+            words, prefix = words[:-1], words[-1]
         record = ({"line": line} if line is not None else {}) | \
             ({"id": key} if key is not None else {})
         record |= {"context": words, "oov": [w not in scorer.vocab for w in words],
+                   **({"prefix": prefix} if partial else {}),
                    "next": [{"word": w, "prob": round(math.exp(lp), 8), "logprob": round(lp, 6)}
-                            for w, lp in scorer.next_words(words, top, include_unk)]}
+                            for w, lp in scorer.next_words(words, top, include_unk,
+                                                           prefix=prefix)]}
         yield record
 
 
 def prediction_text(record: dict) -> str:
     """``the return value of -> the 21.3%, a 8.2%, ...`` (an out-of-vocabulary context word
     shown as ``word(<unk>)``; an empty context as ``<line start>``)."""
-    shown = " ".join(f"{w}(<unk>)" if oov else w
-                     for w, oov in zip(record["context"], record["oov"])) or "<line start>"
+    shown = " ".join([f"{w}(<unk>)" if oov else w
+                      for w, oov in zip(record["context"], record["oov"])]
+                     + ([record["prefix"] + "*"] if "prefix" in record else [])) or "<line start>"
     where = (f"{record['line']}: " if "line" in record else "") + \
         (f"{record['id']}: " if "id" in record else "")
-    return where + shown + " -> " + ", ".join(f"{n['word']} {_percent(n['prob'])}"
-                                              for n in record["next"])
+    listed = ", ".join(f"{n['word']} {_percent(n['prob'])}" for n in record["next"])
+    return where + shown + " -> " + (listed or "(no word of the vocabulary begins so)")
 
 
 def _percent(p: float) -> str:

@@ -188,6 +188,8 @@ CASES = [
     (["ngram", "CP", "--out", "O"], "CP/prepare.json: not the record", "O"),
     (["unk", "CP", "--out", "O"], "CP/prepare.json: not the record", "O"),
     (["eval", "R", "--corpus", "CL"], "CL: prepared otherwise than the corpus", None),
+    (["predict", "R", "--partial"], "--partial: the context has no word being typed", None),
+    (["predict", "R", "the", "--ids"], "--ids needs --file", None),
     (["analyze", "R", "--corpus", "CL", "--out", "O"], "CL: prepared otherwise", "O"),
     # sweep, report
     (["sweep", "C", "--grid", "table9", "--out", "O"], "--grid", "O"),

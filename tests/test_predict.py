@@ -321,3 +321,27 @@ def test_an_nbest_list_keeps_its_identifiers(runs, tmp_path):
                          for w in want] and lines[2].startswith("4: utt2-1: <line start> -> ")
     r = lmlow("predict", lstm, "the", "--ids")
     assert r.returncode == 1 and "--ids needs --file" in r.stderr
+
+
+@pytest.mark.parametrize("prefix", ["st", "u", "<", "zzzq"])
+def test_completions_are_the_next_words_that_begin_with_the_typed_prefix(runs, prefix):
+    """`prefix` (a word being typed; `--partial`): the listed words are exactly the vocabulary's
+    words that begin with it (found here by str.startswith over the whole vocabulary), ranked by
+    the full distribution, with the same probabilities; the reader and the command agree."""
+    lstm, kn = runs
+    for run in (load(lstm), load(kn)):
+        lp = run.next_logprobs("the united")
+        want = sorted(((w, float(lp[i])) for i, w in enumerate(run.vocab.words)
+                       if w.startswith(prefix) and w != "<unk>"), key=lambda x: -x[1])
+        got = run.next_words("the united", top=len(run.vocab), prefix=prefix)
+        assert [w for w, _ in got] == [w for w, _ in want]
+        assert [p for _, p in got] == pytest.approx([p for _, p in want])
+        assert run.reader().feed("the united").next_words(3, prefix=prefix) == got[:3]
+    r = lmlow("predict", kn, "the", "united", prefix, "--partial", "--top", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    record = json.loads(r.stdout)
+    assert record["context"] == ["the", "united"] and record["prefix"] == prefix
+    assert [n["word"] for n in record["next"]] == [w for w, _ in want[:2]]
+    text = lmlow("predict", kn, "the", "united", prefix, "--partial", check=True).stdout
+    assert text.startswith(f"the united {prefix}* -> ")
+    assert want or text.endswith("(no word of the vocabulary begins so)\n")

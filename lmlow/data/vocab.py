@@ -57,6 +57,17 @@ class Vocabulary:
     def eos_id(self) -> int:
         return self.index[EOS]
 
+    def ids_with_prefix(self, prefix: str) -> np.ndarray:
+        """The ids of the words that begin with ``prefix`` (a keyboard's completions of a word
+        being typed), in id order; a binary search in the words sorted once per vocabulary."""
+        if "_sorted" not in self.__dict__:
+            order = sorted(range(len(self.words)), key=self.words.__getitem__)
+            self._sorted = ([self.words[i] for i in order], np.array(order, dtype=np.int64))
+        words, ids = self._sorted
+        lo = bisect.bisect_left(words, prefix)
+        hi = bisect.bisect_left(words, prefix + "\U0010ffff", lo)
+        return np.sort(ids[lo:hi])
+
     def id(self, word: str) -> int:
         return self.index.get(word, self.index[UNK])
 
