@@ -33,10 +33,13 @@ def open_binary(path: Path):
         raise LmlowError(f"{path}: cannot open ({e.strerror or e})") from None
 
 
-def iter_text(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` for every non-blank line of a raw text (not tokenised:
-    `lmlow score --raw`), with :func:`iter_lines`'s checks but ``<eos>`` allowed (tokenising
-    makes it an ordinary word)."""
+def iter_text(path: Path, empty: str = "no text") -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for every non-blank line, validating as it streams: raw
+    text (`lmlow score --raw`; ``<eos>`` is allowed, tokenising makes it an ordinary word).
+
+    Raises LmlowError naming the file and line for binary data or non-UTF-8 bytes, and for a
+    file with no text at all (``empty`` says what it lacks).
+    """
     path = Path(path)
     any_text = False
     with open_binary(path) as f:
@@ -50,33 +53,18 @@ def iter_text(path: Path) -> Iterator[tuple[int, str]]:
         except (OSError, EOFError) as e:  # corrupt gzip stream, I/O error
             raise LmlowError(f"{path}: cannot read ({e})") from None
     if not any_text:
-        raise LmlowError(f"{path}: empty file (no text)")
+        raise LmlowError(f"{path}: empty file ({empty})")
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line_number, tokens)`` for every non-blank line, validating as it streams.
-
-    Raises LmlowError naming the file and line for binary data, non-UTF-8 bytes or a literal
-    ``<eos>``, and for a file with no tokens at all.
-    """
-    path = Path(path)
-    any_tokens = False
-    with open_binary(path) as f:
-        try:
-            _refuse_binary(path, f)
-            for lineno, raw in enumerate(f, 1):
-                tokens = decode_line(path, lineno, raw).split()
-                if not tokens:
-                    continue
-                if EOS in tokens:
-                    raise LmlowError(f"{path}:{lineno}: contains the reserved token {EOS}; "
-                                     "lines end implicitly, remove it")
-                any_tokens = True
-                yield lineno, tokens
-        except (OSError, EOFError) as e:  # corrupt gzip stream, I/O error
-            raise LmlowError(f"{path}: cannot read ({e})") from None
-    if not any_tokens:
-        raise LmlowError(f"{path}: empty file (no tokens)")
+    """Yield ``(line_number, tokens)`` for every non-blank line, with :func:`iter_text`'s
+    checks and a literal ``<eos>`` refused (lines end implicitly)."""
+    for lineno, text in iter_text(path, empty="no tokens"):
+        tokens = text.split()
+        if EOS in tokens:
+            raise LmlowError(f"{path}:{lineno}: contains the reserved token {EOS}; "
+                             "lines end implicitly, remove it")
+        yield lineno, tokens
 
 
 def _refuse_binary(path: Path, f) -> None:
