@@ -189,6 +189,10 @@ CASES = [
     (["unk", "CP", "--out", "O"], "CP/prepare.json: not the record", "O"),
     (["eval", "R", "--corpus", "CL"], "CL: prepared otherwise than the corpus", None),
     (["predict", "R", "--partial"], "--partial: the context has no word being typed", None),
+    (["prepare", "C/train.txt", "--out", "O", "--like", "C", "--ptb"], "leave out --ptb", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--like", "X"], "no such corpus folder", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--like", "B"], "no prepare.json", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--like", "CP"], "CP/prepare.json: not the", "O"),
     (["predict", "R", "the", "--ids"], "--ids needs --file", None),
     (["analyze", "R", "--corpus", "CL", "--out", "O"], "CL: prepared otherwise", "O"),
     # sweep, report

@@ -111,3 +111,26 @@ def test_dedup_and_exclude(tmp_path):
                   exclude=[held], no_split=True, show_progress=False)
     assert out.read_text() == "the union is strong\na new paragraph here\n"
     assert (rep.duplicates_removed, rep.excluded_removed) == (1, 1)
+
+
+def test_like_tokenises_as_the_corpus_was(speech_corpus, tmp_path):
+    """`--like CORPUS`: a pretraining text (or a second corpus) tokenised and normalised as the
+    corpus's prepare.json says (spaCy, --ptb here): byte-identical to giving those flags, and
+    recorded alike."""
+    import json
+
+    from conftest import lmlow
+
+    raw = tmp_path / "raw.txt"
+    raw.write_text("The Senate, in 1794, met.\n\nIts 12 members wasn't \"late\".\n")
+    lmlow("prepare", raw, "--out", tmp_path / "like.txt", "--no-split", "--like", speech_corpus,
+          check=True)
+    lmlow("prepare", raw, "--out", tmp_path / "flags.txt", "--no-split", "--tokenizer", "spacy",
+          "--ptb", check=True)
+    text = (tmp_path / "like.txt").read_text()
+    assert text == (tmp_path / "flags.txt").read_text()
+    assert text == "the senate in N met\nits N members was n't late\n"
+    lmlow("prepare", raw, raw, "--out", tmp_path / "second", "--documents", "line", "--valid",
+          "1", "--test", "1", "--like", speech_corpus, check=True)
+    assert json.loads((tmp_path / "second" / "prepare.json").read_text()) == \
+        json.loads((speech_corpus / "prepare.json").read_text())

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from lmlow.data.corpus import PREPARATION, SPLITS
+from lmlow.data.corpus import PREPARATION, SPLITS, corpus_preparation
 from lmlow.data.textio import decode_line, iter_lines, open_binary
 from lmlow.config import check_values, setting
 from lmlow.data.tokenize import TOKENIZERS, Normalisation, make_tokenizer, preparation_record
@@ -71,17 +71,38 @@ class PrepareOptions:
                              parse=Path)
     no_split: bool = setting(False, "write everything to the single file --out (e.g. a "
                              "pretraining text)", switch=True)
+    like: Path | None = setting(None, "tokenise and normalise as CORPUS was (its prepare.json), "
+                                "instead of --tokenizer and the normalisation flags: a "
+                                "pretraining text read as the LM's corpus reads its words, so "
+                                "its vectors cover them", parse=Path, metavar="CORPUS")
     CHOICES: typing.ClassVar[dict] = {"tokenizer": TOKENIZERS, "documents": DOC_MODES}
 
     def validate(self) -> "PrepareOptions":
         check_values(self, {})
         for size in (self.valid, self.test):
             parse_size(str(size))
+        if self.like is not None:
+            given = [f"--{k.replace('_', '-')}" for k in ("lowercase", "numbers", "strip_punct",
+                                                          "ptb") if getattr(self, k)]
+            given += ["--tokenizer"] if self.tokenizer != "whitespace" else []
+            if given:
+                raise LmlowError(f"--like {self.like} takes the tokenizer and normalisation from "
+                                 f"that corpus; leave out {' '.join(given)}")
+            if not Path(self.like).is_dir():
+                raise LmlowError(f"--like {self.like}: no such corpus folder")
         return self
 
-    def normalisation(self) -> Normalisation:
-        return (Normalisation.ptb() if self.ptb else
-                Normalisation(self.lowercase, self.numbers, self.strip_punct))
+    def tokenisation(self) -> tuple[str, Normalisation]:
+        """The tokenizer and normalisation: the flags', or with ``like`` that corpus's."""
+        if self.like is None:
+            return self.tokenizer, (Normalisation.ptb() if self.ptb else
+                                    Normalisation(self.lowercase, self.numbers, self.strip_punct))
+        record = corpus_preparation(self.like)
+        if record is None:
+            raise LmlowError(f"--like {self.like}: no {PREPARATION} (a corpus lmlow prepare "
+                             "did not make); give --tokenizer and the normalisation flags")
+        return record["tokenizer"], Normalisation(record["lowercase"], record["numbers"],
+                                                  record["strip_punct"])
 
 
 @dataclass
@@ -159,9 +180,9 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
     ``no_split``). ``options``: the fields of :class:`PrepareOptions`; ``norm`` replaces its
     normalisation flags."""
     opts = PrepareOptions(**options).validate()
-    norm = norm or opts.normalisation()
-    tokenizer, valid, test, seed, documents = (opts.tokenizer, opts.valid, opts.test, opts.seed,
-                                                opts.documents)
+    tokenizer, flags_norm = opts.tokenisation()
+    norm = norm or flags_norm
+    valid, test, seed, documents = opts.valid, opts.test, opts.seed, opts.documents
     dedup, exclude, no_split = opts.dedup, opts.exclude, opts.no_split
     out = Path(out)
     for path in [*inputs, *exclude]:
