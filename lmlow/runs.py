@@ -118,11 +118,8 @@ class InterpolatedRun(Scorer):
     def preparation(self) -> dict:
         """The first run's record; the second's, where it has one, must say the same."""
         mine = self.a.preparation()
-        try:
-            theirs = self.b.preparation()
-        except LmlowError:                       # no record: the first run's decides
-            return mine
-        if theirs != mine:
+        theirs = RunDir(self.b.run_dir).recorded_preparation()   # None: the first run's decides
+        if theirs is not None and theirs != mine:
             raise LmlowError(f"{self.a.run_dir} and {self.b.run_dir}: their corpora were "
                              f"tokenised differently ({mine} against {theirs}); --raw cannot "
                              "read a line as both read their text")
