@@ -134,3 +134,22 @@ def test_like_tokenises_as_the_corpus_was(speech_corpus, tmp_path):
           "1", "--test", "1", "--like", speech_corpus, check=True)
     assert json.loads((tmp_path / "second" / "prepare.json").read_text()) == \
         json.loads((speech_corpus / "prepare.json").read_text())
+
+
+def test_the_bundled_corpus_records_how_its_builder_prepared_it():
+    """corpora/pydocs-mini/prepare.json (committed by hand: the corpus predates the record)
+    says what data_scripts/build_bundled.py passes to prepare, which a rebuild would write."""
+    import importlib.util
+    from pathlib import Path
+
+    from lmlow.data.corpus import corpus_preparation
+    from lmlow.data.tokenize import preparation_record
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("build_bundled",
+                                                  root / "data_scripts" / "build_bundled.py")
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    options = builder.OPTIONS
+    assert corpus_preparation(root / "corpora" / "pydocs-mini") == \
+        preparation_record(options["tokenizer"], options["norm"])
