@@ -330,11 +330,11 @@ def _writing_command(name, stopped_run, tmp_path):
     out = tmp_path / "out"
     if name == "unk":
         return ["unk", MINI, "--unk-threshold", "3", "--out", out], out, \
-            ["train.txt", "valid.txt", "test.txt"]
+            ["train.txt", "valid.txt", "test.txt", "prepare.json"]
     if name == "prepare":
         return ["prepare", MINI / "train.txt", "--tokenizer", "whitespace", "--documents",
                 "line", "--out", out], out, \
-            ["train.txt", "valid.txt", "test.txt"]
+            ["train.txt", "valid.txt", "test.txt", "prepare.json"]
     run = copy_run(stopped_run, tmp_path / "run")
     if name == "analyze":
         return ["analyze", run, "--out", out], out, ["analysis.json", "bias_vs_frequency.png"]
