@@ -12,15 +12,10 @@ Measure on a quiet machine and say which CPU.
 """
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bundled_runs import CORPUS, arguments, bundled_runs
 
 
 def per_word(scorer, lines: list[list[str]]) -> tuple[float, float]:
@@ -44,22 +39,12 @@ def main(argv=None) -> int:
 
     import lmlow
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--preset", default="small")
-    ap.add_argument("--lines", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--work", type=Path, help="folder for the two runs (default: a temporary one)")
-    args = ap.parse_args(argv)
-    work = args.work or Path(tempfile.mkdtemp(prefix="predict-speed-"))
-    corpus = ROOT / "corpora" / "pydocs-mini"
-    try:
-        lmlow.fit(corpus, work / "lstm", preset=args.preset, max_epochs=0, quiet=True)
-        lmlow.fit_ngram(corpus, work / "kn5", order=5, quiet=True)
+    args = arguments(__doc__, lines=20).parse_args(argv)
+    with bundled_runs(args.preset, args.work) as (lstm, kn):
         torch.set_num_threads(args.threads)
-        lines = [line.split() for line in (corpus / "valid.txt").read_text().splitlines()
+        lines = [line.split() for line in (CORPUS / "valid.txt").read_text().splitlines()
                  if line.split()][:args.lines]
         words = sum(map(len, lines))
-        lstm, kn = lmlow.load(work / "lstm"), lmlow.load(work / "kn5")
         print(f"{len(lstm.vocab.words):,} words, {args.lines} lines ({words} words), threads "
               f"{torch.get_num_threads()}; ms per word typed: reader, re-reading the line")
         for name, scorer in ((f"LSTM ({args.preset})", lstm), ("KenLM 5-gram", kn),
@@ -67,9 +52,6 @@ def main(argv=None) -> int:
             scorer.next_words("the", 10)                             # warm-up
             incremental, again = per_word(scorer, lines)
             print(f"{name:>14}: {incremental:7.2f} {again:7.2f}  ({again / incremental:.1f}x)")
-    finally:
-        if args.work is None:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -12,15 +12,11 @@ Measure on a quiet machine and say which CPU.
 """
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bundled_runs import CORPUS, arguments, bundled_runs
 
 
 def lines_per_second(scorer, path: Path, raw: bool, repeats: int) -> float:
@@ -38,25 +34,16 @@ def main(argv=None) -> int:
 
     import lmlow
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--preset", default="small")
-    ap.add_argument("--lines", type=int, default=2000)
-    ap.add_argument("--threads", type=int, default=1)
+    ap = arguments(__doc__, lines=2000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--work", type=Path, help="folder for the two runs (default: a temporary one)")
     args = ap.parse_args(argv)
-    work = args.work or Path(tempfile.mkdtemp(prefix="rerank-speed-"))
-    corpus = ROOT / "corpora" / "pydocs-mini"
-    try:
-        lmlow.fit(corpus, work / "lstm", preset=args.preset, max_epochs=0, quiet=True)
-        lmlow.fit_ngram(corpus, work / "kn5", order=5, quiet=True)
+    with bundled_runs(args.preset, args.work) as (lstm, kn):
         torch.set_num_threads(args.threads)
-        lines = [line for line in (corpus / "valid.txt").read_text().splitlines()
+        lines = [line for line in (CORPUS / "valid.txt").read_text().splitlines()
                  if line.split()][:args.lines]
-        nbest = work / "nbest.txt"
+        nbest = Path(lstm.run_dir).parent / "nbest.txt"
         nbest.write_text("\n".join(lines) + "\n")
         words = sum(len(line.split()) for line in lines)
-        lstm, kn = lmlow.load(work / "lstm"), lmlow.load(work / "kn5")
         print(f"{len(lstm.vocab.words):,} words, {len(lines)} lines ({words / len(lines):.1f} "
               f"words a line), threads {torch.get_num_threads()}, best of {args.repeats}; "
               "lines scored per second: as given, --raw")
@@ -66,9 +53,6 @@ def main(argv=None) -> int:
             given = lines_per_second(scorer, nbest, False, args.repeats)
             raw = lines_per_second(scorer, nbest, True, args.repeats)
             print(f"{name:>14}: {given:8.0f} {raw:8.0f}  (--raw {raw / given:.2f}x)")
-    finally:
-        if args.work is None:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -104,3 +104,16 @@ def test_loss_parts_times_each_part_of_a_chunk_and_the_whole_loss(precision, voc
     assert [r.split(" | ")[0][2:] for r in rows] == names
     assert all(float(r.split(" | ")[2].rstrip(" |")) > 0 for r in rows if "W" in r.split(" | ")[0])
     assert f"{precision}, V {vocab:,}, d 8" in out and "tokens/s)" in out
+
+
+@pytest.mark.parametrize("script,args", [("predict_speed.py", ["--lines", "1"]),
+                                         ("rerank_speed.py", ["--lines", "5", "--repeats", "1"])])
+def test_the_scoring_benchmarks_run(script, args, tmp_path):
+    """The next-word and n-best benchmarks, at the tiny preset on a few lines: one row per
+    model, every number positive; the work folder is the one given."""
+    out = run(script, "--preset", "tiny", "--work", tmp_path / "work", *args)
+    rows = [line.split(":") for line in out.splitlines()
+            if line.strip().startswith(("LSTM", "KenLM", "mixture"))]
+    assert [name.strip().split()[0] for name, _ in rows] == ["LSTM", "KenLM", "mixture"]
+    assert all(float(v) > 0 for _, numbers in rows for v in numbers.split()[:2])
+    assert {p.name for p in (tmp_path / "work").iterdir()} >= {"lstm", "kn5"}
