@@ -234,10 +234,10 @@ def _predict_parser(sub) -> None:
     p = sub.add_parser("predict", help="the most probable next words after a context",
                        description="List the most probable next words after a context (the "
                        "start of a line, tokenised like the corpus, or raw with --raw), read "
-                       "from a fresh state as `lmlow score` reads a line: what a keyboard would suggest. Works with "
-                       "LSTM and n-gram runs and, with --interpolate, their mixture. <eos> in "
-                       "the list means the line ends there; out-of-vocabulary context words are "
-                       "read as <unk>.",
+                       "from a fresh state as `lmlow score` reads a line: what a keyboard would "
+                       "suggest. Works with LSTM and n-gram runs and, with --interpolate, "
+                       "their mixture. <eos> in the list means the line ends there; "
+                       "out-of-vocabulary context words are read as <unk>.",
                        epilog="Examples: lmlow predict runs/ptb the stock market  |  lmlow "
                        "predict runs/ptb --file prefixes.txt --top 5 --json  |  lmlow predict "
                        "runs/ptb the --interpolate runs/ptb-kn5")

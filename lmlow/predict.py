@@ -86,7 +86,7 @@ def prediction_text(record: dict) -> str:
     where = (f"{record['line']}: " if "line" in record else "") + \
         (f"{record['id']}: " if "id" in record else "")
     listed = ", ".join(f"{n['word']} {_percent(n['prob'])}" for n in record["next"])
-    return where + shown + " -> " + (listed or "(no word of the vocabulary begins so)")
+    return where + shown + " -> " + (listed or "(no word of the vocabulary begins with it)")
 
 
 def _percent(p: float) -> str:

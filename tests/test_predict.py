@@ -344,4 +344,4 @@ def test_completions_are_the_next_words_that_begin_with_the_typed_prefix(runs, p
     assert [n["word"] for n in record["next"]] == [w for w, _ in want[:2]]
     text = lmlow("predict", kn, "the", "united", prefix, "--partial", check=True).stdout
     assert text.startswith(f"the united {prefix}* -> ")
-    assert want or text.endswith("(no word of the vocabulary begins so)\n")
+    assert want or text.endswith("(no word of the vocabulary begins with it)\n")
