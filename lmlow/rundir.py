@@ -166,12 +166,29 @@ class RunDir:
     def preparation(self) -> dict:
         """How this run's corpus was tokenised and normalised, for new text read as that text
         was (`lmlow score --raw`, `predict --raw`); one line if the run has no record."""
-        record = self.recorded_preparation()
+        record = self.recorded_preparation() or self._recorded_corpus_preparation()
         if record is None:
             raise LmlowError(f"{self.path}: no record of how its corpus was tokenised (a corpus "
                              "not made by `lmlow prepare`, or a run from before lmlow kept "
                              "it): give the text tokenised as the corpus was, without --raw")
         return record
+
+    def _recorded_corpus_preparation(self) -> dict | None:
+        """For a run trained before runs kept the record: its corpus's prepare.json, where the
+        corpus is still where data.json says and its splits are the ones the run was trained
+        on (their fingerprint); None otherwise."""
+        from lmlow.data.corpus import PREPARATION, corpus_preparation, fingerprint
+
+        corpus = read_json(self.data_file).get("corpus") if self.data_file.is_file() else None
+        if not corpus or not (Path(corpus) / PREPARATION).is_file():
+            return None
+        want = self.recorded_fingerprint()
+        try:
+            got = fingerprint(Path(corpus))
+        except LmlowError:                                # a split missing, unreadable
+            return None
+        same = bool(want) and all(want[s] == got.get(s) for s in want)
+        return corpus_preparation(Path(corpus)) if same else None
 
     @property
     def arpa(self) -> Path:

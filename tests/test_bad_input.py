@@ -282,6 +282,7 @@ def places(speech_corpus, tmp_path_factory):
         shutil.copytree(run, copy, ignore=shutil.ignore_patterns(".lock"))
         data = json.loads((copy / "data.json").read_text())
         data.pop("prepared")                 # the fixture corpus was made by lmlow prepare
+        data["corpus"] = str(root / "gone")  # and no corpus to read one from
         (copy / "data.json").write_text(json.dumps(data | ({"prepared": prepared}
                                                            if prepared else {})))
     shutil.copytree(speech_corpus, badly)

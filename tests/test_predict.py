@@ -292,6 +292,20 @@ def test_raw_text_needs_the_runs_record_and_one_tokenisation(runs, speech_corpus
     mixed = InterpolatedRun(load(lstm), load(other), 0.5)
     with pytest.raises(LmlowError, match="tokenised differently"):
         mixed.score("The people", raw=True)
+    # a run from before runs kept the record reads its corpus's, if the splits are its own
+    old = tmp_path / "old"
+    shutil.copytree(lstm, old, ignore=shutil.ignore_patterns(".lock"))
+    data = json.loads((old / "data.json").read_text())
+    data.pop("prepared")
+    (old / "data.json").write_text(json.dumps(data))
+    assert load(old).score("The people", raw=True) == load(lstm).score("the people")
+    changed = tmp_path / "changed"
+    shutil.copytree(speech_corpus, changed)
+    with open(changed / "valid.txt", "a") as f:
+        f.write("one more line\n")
+    (old / "data.json").write_text(json.dumps(data | {"corpus": str(changed)}))
+    with pytest.raises(LmlowError, match="no record of how its corpus was tokenised"):
+        load(old).score("The people", raw=True)
 
 
 def test_an_nbest_list_keeps_its_identifiers(runs, tmp_path):
