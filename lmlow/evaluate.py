@@ -20,7 +20,7 @@ import numpy as np
 
 from lmlow.config import Config
 from lmlow.data.corpus import Corpus
-from lmlow.data.textio import EOS, iter_lines, iter_text
+from lmlow.data.textio import EOS, iter_keyed_lines
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 
@@ -197,7 +197,7 @@ class Scorer(ABC):
         as the next token after the words of ``context``, read from a fresh line state as
         :meth:`score` reads a line; a word out of the vocabulary is read as ``<unk>``;
         ``raw``: ``context`` is raw text, read through :meth:`tokenise`."""
-        return self.reader().feed(self.words(context, raw) if raw else context).next_logprobs()
+        return self.reader().feed(self.words(context, raw)).next_logprobs()
 
     def words(self, text: str | list[str], raw: bool = False) -> list[str]:
         """A line's words as this model reads them: split on spaces as given, or with ``raw``
@@ -269,12 +269,10 @@ class Scorer(ABC):
         blocks); with ``ids`` the line's first field is its identifier (an n-best list's
         ``utt7-3``), not a word, else the identifier is None."""
         if not raw:
-            for n, tokens in iter_lines(path):
-                yield (n, tokens[0], tokens[1:]) if ids else (n, None, tokens)
+            yield from iter_keyed_lines(path, raw, ids)
             return
         self.preparation()                        # no record: refused before the file is read
-        text = ((n, *(t.split(None, 1) + [""])[:2]) if ids else (n, None, t)
-                for n, t in iter_text(path))
+        text = iter_keyed_lines(path, raw, ids)
         while block := list(itertools.islice(text, lines_at_once)):
             yield from ((n, key, words) for (n, key, _), words in
                         zip(block, self.tokenise(t for _, _, t in block)))

@@ -43,14 +43,9 @@ def contexts(words: list[str], file: Path | None, raw: bool = False,
         return
     if words:
         raise LmlowError("give the context as words or as --file FILE, not both")
-    from lmlow.data.textio import iter_lines, iter_text
+    from lmlow.data.textio import iter_keyed_lines
 
-    if raw:
-        for n, text in iter_text(file):
-            yield (n, *(text.split(None, 1) + [""])[:2]) if ids else (n, None, text)
-    else:
-        for n, tokens in iter_lines(file):
-            yield (n, tokens[0], tokens[1:]) if ids else (n, None, tokens)
+    yield from iter_keyed_lines(file, raw, ids)
 
 
 def predictions(scorer, items: Iterable[tuple[int | None, str | None, list[str] | str]],

@@ -177,18 +177,17 @@ class RunDir:
         """For a run trained before runs kept the record: its corpus's prepare.json, where the
         corpus is still where data.json says and its splits are the ones the run was trained
         on (their fingerprint); None otherwise."""
-        from lmlow.data.corpus import PREPARATION, corpus_preparation, fingerprint
+        from lmlow.data.corpus import PREPARATION, corpus_preparation
 
         corpus = read_json(self.data_file).get("corpus") if self.data_file.is_file() else None
-        if not corpus or not (Path(corpus) / PREPARATION).is_file():
+        if not corpus or not (Path(corpus) / PREPARATION).is_file() or \
+                not self.recorded_fingerprint():          # a run from before fingerprints
             return None
-        want = self.recorded_fingerprint()
         try:
-            got = fingerprint(Path(corpus))
-        except LmlowError:                                # a split missing, unreadable
+            self.checked_corpus(Path(corpus))             # its splits, not others
+        except LmlowError:
             return None
-        same = bool(want) and all(want[s] == got.get(s) for s in want)
-        return corpus_preparation(Path(corpus)) if same else None
+        return corpus_preparation(Path(corpus))
 
     @property
     def arpa(self) -> Path:

@@ -22,7 +22,8 @@ from typing import Iterator
 from lmlow.data.corpus import PREPARATION, SPLITS, corpus_preparation
 from lmlow.data.textio import decode_line, iter_lines, open_binary
 from lmlow.config import check_values, setting
-from lmlow.data.tokenize import TOKENIZERS, Normalisation, make_tokenizer, preparation_record
+from lmlow.data.tokenize import (TOKENIZERS, Normalisation, make_tokenizer, preparation_record,
+                                  recorded_tokenisation)
 from lmlow.errors import LmlowError
 from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder,
                          refuse_overwrite, remove_if_empty, remove_stale_stages)
@@ -101,8 +102,7 @@ class PrepareOptions:
         if record is None:
             raise LmlowError(f"--like {self.like}: no {PREPARATION} (a corpus lmlow prepare "
                              "did not make); give --tokenizer and the normalisation flags")
-        return record["tokenizer"], Normalisation(record["lowercase"], record["numbers"],
-                                                  record["strip_punct"])
+        return recorded_tokenisation(record)
 
 
 @dataclass

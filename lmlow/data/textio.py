@@ -67,6 +67,23 @@ def iter_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
         yield lineno, tokens
 
 
+def iter_keyed_lines(path: Path, raw: bool = False,
+                     ids: bool = False) -> Iterator[tuple[int, str | None, list[str] | str]]:
+    """``(line_number, identifier, content)`` of every non-blank line: its tokens
+    (:func:`iter_lines`), or with ``raw`` its text (:func:`iter_text`); with ``ids`` the line's
+    first field is its identifier (an n-best list's ``utt7-3``), not content, else None."""
+    if raw:
+        for lineno, text in iter_text(path):
+            if ids:
+                key, *rest = text.split(None, 1)
+                yield lineno, key, rest[0] if rest else ""
+            else:
+                yield lineno, None, text
+    else:
+        for lineno, tokens in iter_lines(path):
+            yield (lineno, tokens[0], tokens[1:]) if ids else (lineno, None, tokens)
+
+
 def _refuse_binary(path: Path, f) -> None:
     """A NUL byte near the start means a binary file: say so before any UTF-8 complaint."""
     head = f.read(8192)

@@ -134,9 +134,15 @@ def checked_preparation(record, where) -> dict:
     return {k: record[k] for k in PREPARATION_KEYS}
 
 
+def recorded_tokenisation(record: dict) -> tuple[str, Normalisation]:
+    """The tokenizer's name and the normalisation a preparation record says."""
+    return record["tokenizer"], Normalisation(record["lowercase"], record["numbers"],
+                                              record["strip_punct"])
+
+
 def text_tokenizer(record: dict) -> Callable[[Iterable[str]], Iterator[list[str]]]:
     """Lines of raw text to token lists, one list per line (a line may tokenise to none), as
     `lmlow prepare` made the corpus ``record`` describes."""
-    tokenize = make_tokenizer(record["tokenizer"])
-    norm = Normalisation(record["lowercase"], record["numbers"], record["strip_punct"])
+    name, norm = recorded_tokenisation(record)
+    tokenize = make_tokenizer(name)
     return lambda lines: (norm.apply(tokens) for tokens in tokenize(lines))
