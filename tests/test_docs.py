@@ -162,6 +162,12 @@ def test_the_readme_example_runs_on_the_bundled_corpus(tmp_path):
     predicted = [line for line in r.stdout.splitlines()
                  if line.startswith("the function returns -> ")]
     assert len(predicted) == 1 and predicted[0].count(", ") == 4, r.stdout[-2000:]
+    completions = [line for line in r.stdout.splitlines()
+                   if line.startswith("the function ret* -> ")]
+    assert len(completions) == 1 and all(
+        item.startswith("ret") for item in completions[0].split(" -> ")[1].split(", "))
+    nbest = json.loads(next(line for line in r.stdout.splitlines() if '"id": "hyp1-1"' in line))
+    assert nbest["words"] == ["the", "function", "returns", "a", "list", "<eos>"]
 
 
 def test_every_relative_link_of_the_pages_exists():
