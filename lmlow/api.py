@@ -61,7 +61,7 @@ def embed(texts, out, force: bool = False, quiet: bool = False, tmp_dir=None,
 def fit_ngram(corpus, out, force: bool = False, quiet: bool = False, **settings) -> dict:
     """``lmlow ngram CORPUS --out OUT``: a KenLM modified Kneser-Ney model of the corpus's
     training split, on the tokens the LSTMs read. ``settings``: ``order``, ``unk_threshold``,
-    ``memory``, ``prune``, ``embeddings``, ``extend_vocab``, ``train_fraction`` (``lmlow ngram
+    ``memory``, ``prune``, ``embeddings``, ``extend_vocab``, ``vocab``, ``train_fraction`` (``lmlow ngram
     --help``). Returns the run's ``config.json`` (the order, lmplz's and build_binary's
     command lines, seconds, lmplz's peak memory); ``lmlow.load(out)`` scores with it."""
     from lmlow.ngram import NgramOptions, train_ngram

@@ -198,7 +198,7 @@ def checkpoint_config(cfg: Config, state_dict: dict) -> Config:
     checkpoint's model without reading the vectors again (its weights come from the file)."""
     return Config(**{**cfg.to_dict(), "emb_size": state_dict["encoder.weight"].shape[1],
                      "out_size": state_dict["decoder.weight"].shape[1], "init": ["random"],
-                     "embeddings": None, "extend_vocab": False})
+                     "embeddings": None, "extend_vocab": False, "vocab": None})
 
 
 def save_checkpoint(obj: dict, path: Path) -> None:

@@ -16,7 +16,7 @@ from lmlow.parsers import build_parser
 def _reading(args) -> dict:
     """How a data command reads its corpus: the UNK rule and the vectors' words."""
     return dict(unk_threshold=args.unk_threshold, embeddings=args.embeddings,
-                extend_vocab=args.extend_vocab, allow_pickle=args.allow_pickle)
+                extend_vocab=args.extend_vocab, allow_pickle=args.allow_pickle, vocab=args.vocab)
 
 
 def _print(text: str, as_json: bool = False, obj=None, indent: int | None = 2) -> None:
@@ -54,11 +54,11 @@ def cmd_vocab(args) -> None:
 def cmd_unk(args) -> None:
     from dataclasses import asdict
 
-    from lmlow.data.corpus import write_unk_corpus
+    from lmlow.data.corpus import vocabulary_rule, write_unk_corpus
     from lmlow.data.stats import format_unk
 
     stats = write_unk_corpus(args.corpus, args.out, args.force, **_reading(args))
-    _print(format_unk(stats, args.out, args.unk_threshold), args.json,
+    _print(format_unk(stats, args.out, vocabulary_rule(args.unk_threshold, args.vocab)), args.json,
            {s: asdict(st) for s, st in stats.items()})
 
 

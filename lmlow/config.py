@@ -66,6 +66,26 @@ def require_vectors_for_extend(extend_vocab: bool, embeddings) -> None:
         raise LmlowError("--extend-vocab needs --embeddings FILE")
 
 
+VOCAB_HELP = ("a fixed vocabulary: the words of FILE (one per line, the first field of each: "
+              "a plain list, `lmlow vocab --out`, a lexicon or a symbol table), with <eos> and "
+              "<unk>; every other word is <unk>, listed words the training text lacks are "
+              "words with count 0 (instead of --unk-threshold and --extend-vocab)")
+
+
+def check_vocabulary_source(vocab, unk_threshold: int, extend_vocab: bool, embeddings) -> None:
+    """One way to decide the vocabulary: a word list (``--vocab``) fixes it, so the UNK rule
+    and the vectors' words, which build one from the text, are refused beside it; every
+    command that reads a corpus (train, ngram, vocab, unk, stats) asks here."""
+    require_vectors_for_extend(extend_vocab, embeddings)
+    if vocab and unk_threshold:
+        raise LmlowError(f"--vocab {vocab} fixes the vocabulary; --unk-threshold {unk_threshold} "
+                         "builds one from the training text: give one of them")
+    if vocab and extend_vocab:
+        raise LmlowError(f"--vocab {vocab} fixes the vocabulary; --extend-vocab adds to one "
+                         "built from the training text: give one of them (list the vectors' "
+                         "words in the file instead)")
+
+
 # Seeds are what numpy's SeedSequence and torch.manual_seed both take: 32-bit, not negative
 SEED_RANGE = "[0, 4294967295]"
 # CPU threads (0: one share of the cores): more than any machine has; torch.set_num_threads
@@ -85,6 +105,7 @@ class Config:
                                "counts words, the unigram bias, the coverage of training tokens "
                                "and the frequency bins, counts that fraction)")
     extend_vocab: bool = _f(False, "add the embedding words to the vocabulary (count 0; K=0 only)")
+    vocab: str | None = _f(None, VOCAB_HELP, metavar="FILE")
     allow_pickle: bool = _f(False, "allow --embeddings to be a gensim .kv/.model file: a pickle, "
                             "which can run code when loaded (only for files you trust)")
     # embedding configuration
@@ -234,7 +255,7 @@ class Config:
                              "input too (use --init glove, or --tie no)")
         if self.tie and self.out_size not in (None, self.emb_size):
             raise LmlowError("a tied model needs --out-size equal to --emb-size")
-        require_vectors_for_extend(self.extend_vocab, self.embeddings)
+        check_vocabulary_source(self.vocab, self.unk_threshold, self.extend_vocab, self.embeddings)
         if self.freeze_input_rows == "pretrained":
             if not self.input_frozen:
                 raise LmlowError("--freeze-input-rows pretrained says which rows --freeze-input "
@@ -282,7 +303,7 @@ class Config:
 # Every other setting is the run's for good (lmlow.train.resume, lmlow.sweep.as_started).
 RESUME_CHANGES = ("max_epochs", "max_time", "max_steps", "precision", "device", "threads")
 # Settings that are places, not the run's maths: a moved corpus or vectors file is the same run.
-PLACES = ("corpus", "embeddings")
+PLACES = ("corpus", "embeddings", "vocab")
 
 
 def same_run_differs(mine: dict, theirs: dict) -> list[str]:

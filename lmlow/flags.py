@@ -186,7 +186,7 @@ def add_allow_pickle(p) -> None:
 def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
     """A corpus read under the UNK rule, optionally with the words of a vector file."""
     p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
-    from lmlow.config import Config
+    from lmlow.config import VOCAB_HELP, Config
 
     unk = next(f for f in fields(Config) if f.name == "unk_threshold")   # one definition
     p.add_argument(*unk_flags, **{**_argument(Config, unk, unk.default), "metavar": "K"})
@@ -199,6 +199,7 @@ def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
                    help="add the words of --embeddings to the vocabulary (they have training "
                    "count 0, so they stay words only when K=0): rare words the vectors cover "
                    "are then predicted as words instead of <unk>")
+    p.add_argument("--vocab", type=Path, metavar="FILE", help=VOCAB_HELP)
 
 
 __all__ = ["add_corpus", "add_output", "add_run", "add_settings", "at_least", "comma_list",

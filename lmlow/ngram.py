@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lmlow.config import UNK_HELP, Config, check_values, require_vectors_for_extend, setting
+from lmlow.config import UNK_HELP, VOCAB_HELP, Config, check_values, check_vocabulary_source, setting
 from lmlow.data.corpus import Corpus, corpus_preparation, training_ids, write_ids_as_text
 from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
@@ -60,6 +60,8 @@ class NgramOptions:
                                  "LSTM's --extend-vocab does (K=0 only): the n-gram never saw "
                                  "them, so they share KenLM's <unk> probability equally with "
                                  "<unk>")
+    vocab: str | None = setting(None, VOCAB_HELP + "; the LSTM's --vocab, so that both score "
+                                "the same tokens", metavar="FILE")
     train_fraction: float = setting(1.0, "estimate on the first fraction of the training lines, "
                                     "the LSTM's --train-fraction cut (the vocabulary and UNK rule "
                                     "still come from the whole split, so the tokens scored are "
@@ -91,7 +93,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
     finished."""
     opts = NgramOptions(**options)
     check_values(opts)                     # the order's range: KenLM's query code needs bigrams
-    require_vectors_for_extend(opts.extend_vocab, opts.embeddings)   # and was built for 6
+    check_vocabulary_source(opts.vocab, opts.unk_threshold, opts.extend_vocab, opts.embeddings)
     order, unk_threshold, memory, embeddings = opts.order, opts.unk_threshold, opts.memory, opts.embeddings
     extend_vocab, train_fraction = opts.extend_vocab, opts.train_fraction
     prune = parse_prune(opts.prune, order) if isinstance(opts.prune, str) else opts.prune
@@ -104,13 +106,16 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
     if extend_vocab:
         from lmlow.embeddings import vector_words
         extra = vector_words(Path(embeddings))
-    corpus = Corpus(corpus_dir, unk_threshold, extra, show_progress=not quiet)
+    corpus = Corpus(corpus_dir, unk_threshold, extra, show_progress=not quiet,
+                    vocab_file=opts.vocab)
     vocab = corpus.vocab
     for word in (*KENLM_RESERVED, PLACEHOLDER):
-        if word in vocab:
-            raise LmlowError(f"{corpus.path('train')}: contains the word {word}, which the n-gram "
-                             "training reserves (KenLM's sentence boundaries and lmlow's <unk> "
-                             "stand-in); replace it in the corpus")
+        if word in vocab:      # with a word list, every word of the vocabulary is the list's
+            where, fix = ((opts.vocab, "remove it from the list") if opts.vocab
+                          else (corpus.path('train'), "replace it in the corpus"))
+            raise LmlowError(f"{where}: contains the word {word}, which the n-gram training "
+                             f"reserves (KenLM's sentence boundaries and lmlow's <unk> "
+                             f"stand-in); {fix}")
     train_ids = training_ids(corpus, train_fraction)     # checked first; counts: this part's
     prepared = corpus_preparation(corpus_dir)
     with run.lock():                       # one estimator per folder; checked again under it
@@ -119,12 +124,12 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
         run.clear()
         return _estimate(run, corpus_dir, vocab, train_ids, lmplz, build_binary, order,
                          unk_threshold, memory, prune, quiet, extend_vocab, embeddings,
-                         train_fraction, prepared)
+                         train_fraction, prepared, opts.vocab)
 
 
 def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, order,
               unk_threshold, memory, prune, quiet, extend_vocab, embeddings,
-              train_fraction, prepared) -> NgramConfig:
+              train_fraction, prepared, vocab_file=None) -> NgramConfig:
     """lmplz and build_binary into temporary names, renamed into place only when both have
     finished (summary.json last): a run killed at any point leaves no half model under a final
     name, and its temporaries (``*.tmpPID``, lmplz's ``lmplz-tmp-*``) are cleared by the next
@@ -164,7 +169,8 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
                           lmplz_seconds=round(lmplz_seconds, 2),
                           lmplz_peak_rss_mb=peak_rss_mb(stderr), extend_vocab=extend_vocab,
                           embeddings=str(Path(embeddings).resolve()) if extend_vocab else None,
-                          train_fraction=train_fraction, prepared=prepared)
+                          train_fraction=train_fraction, prepared=prepared,
+                          vocab=str(Path(vocab_file).resolve()) if vocab_file else None)
         atomic_write_json(run.config, asdict(cfg), indent=2)
         os.replace(arpa, run.arpa)
         os.replace(binary_file, run.binary)

@@ -41,6 +41,7 @@ class NgramConfig:
     embeddings: str | None = None
     train_fraction: float = 1.0    # estimated on this first fraction of the training lines
     prepared: dict | None = None   # the corpus's prepare.json: how its text was tokenised
+    vocab: str | None = None       # the word list that fixed the vocabulary (--vocab)
     kind: str = NGRAM
 
     def done_line(self, out: Path) -> str:
@@ -57,7 +58,7 @@ class NgramConfig:
         data = read_json(path)
         names = {f.name for f in fields(cls)}
         missing = names - set(data) - {"kind", "extend_vocab", "embeddings", "train_fraction",
-                                       "prepared"}
+                                       "prepared", "vocab"}
         if missing:
             raise LmlowError(f"{path}: not an n-gram run configuration (lacks {', '.join(sorted(missing))})")
         return cls(**{k: v for k, v in data.items() if k in names})

@@ -24,6 +24,7 @@ from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, SEED_RANGE, Config
                           ignored_by, in_range, load_table, same_run_differs, setting,
                           table1_configurations)
 from lmlow.data.corpus import check_corpus_folder
+from lmlow.data.vocab import read_word_list
 from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.files import atomic_write_json, make_folder, read_json
 from lmlow.flags import int_list, str_list
@@ -310,7 +311,7 @@ def record_plan(runs: list[Run], out: Path) -> None:
 
 
 def check_inputs(runs: list[Run], out: Path) -> None:
-    """The corpus and vectors of every run still to train, checked before the sweep writes
+    """The corpus, vectors and word list of every run still to train, checked before the sweep writes
     anything: a missing one failed each run in turn, after the plan, the logs and the runs that
     do not read it (``standard`` needs no vectors) had been made."""
     todo = [r.settings for r in runs if not RunDir(out / r.folder).finished]
@@ -319,6 +320,8 @@ def check_inputs(runs: list[Run], out: Path) -> None:
     for vectors in sorted({s["embeddings"] for s in todo if s.get("embeddings")}):
         if not Path(vectors).is_file():
             raise LmlowError(f"--embeddings {vectors}: no such file")
+    for words in sorted({s["vocab"] for s in todo if s.get("vocab")}):
+        read_word_list(Path(words))
 
 
 def load_plan(out: Path) -> list[Run] | None:

@@ -85,8 +85,10 @@ def load_embeddings(cfg: Config):
 
 
 def open_corpus(cfg: Config, kv=None, vocab: Vocabulary | None = None) -> Corpus:
+    """The run's corpus; its vocabulary ``vocab`` where the run has one (a resume), else the
+    one the settings build (the UNK rule and the vectors' words, or ``--vocab``'s list)."""
     extra = kv.index_to_key if (kv is not None and cfg.extend_vocab) else ()
-    return Corpus(Path(cfg.corpus), cfg.unk_threshold, extra, vocab=vocab)
+    return Corpus(Path(cfg.corpus), cfg.unk_threshold, extra, vocab=vocab, vocab_file=cfg.vocab)
 
 
 def built_config(cfg: Config, kv=None) -> Config:
@@ -96,7 +98,8 @@ def built_config(cfg: Config, kv=None) -> Config:
     return dataclasses.replace(cfg, emb_size=emb,
                                out_size=cfg.out_size if cfg.out_size is None and out == emb else out,
                                corpus=str(Path(cfg.corpus).resolve()),   # movable run folders
-                               embeddings=str(Path(cfg.embeddings).resolve()) if cfg.embeddings else None)
+                               embeddings=str(Path(cfg.embeddings).resolve()) if cfg.embeddings else None,
+                               vocab=str(Path(cfg.vocab).resolve()) if cfg.vocab else None)
 
 
 # --------------------------------------------------------------------------- schedule and budget
@@ -780,7 +783,8 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
             procs = f" x {world.size} processes" if world.distributed else ""
             rows = f"; {describe_rows(r['input_rows'])}" if "input_rows" in r else ""
             arch = "" if trainer.cfg.arch == "lstm" else f"{trainer.cfg.arch}, "
-            print(f"{arch}{trainer.cfg.describe()}; vocabulary {r['vocabulary']}; parameters "
+            listed = f" (the words of {trainer.cfg.vocab})" if trainer.cfg.vocab else ""
+            print(f"{arch}{trainer.cfg.describe()}; vocabulary {r['vocabulary']}{listed}; parameters "
                   f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}{rows}; device "
                   f"{trainer.device}{procs}; precision {_precision(trainer)}", flush=True)
         return _finish(trainer)

@@ -20,7 +20,8 @@ from conftest import cli, write_corpus
 # vectors file of words without values, GR a grid file whose run has lr = -1, DR a config file
 # with dropout = 1.5, S a sweep folder whose one run (R without its checkpoints) has a damaged
 # evaluation, RAW0 R without its corpus's preparation record, RBAD R with a damaged one, CP the
-# corpus with a damaged prepare.json, CL the corpus recorded as prepared without --lowercase.
+# corpus with a damaged prepare.json, CL the corpus recorded as prepared without --lowercase;
+# word lists for --vocab: E blank lines only, SP only <eos> and <unk>, SL with KenLM's <s>, </s>.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -57,6 +58,25 @@ CASES = [
     (["train", "C", "--out", "O", "--preset", "tiny", "--hidden-size", "100000000"],
      "out of memory: could not allocate", "O"),
     (["ngram", "C", "--out", "O", "--unk-threshold", "100000000"], "every token would be <unk>", "O"),
+    # --vocab: a word list that fixes the vocabulary (W: "the", "of")
+    (["vocab", "C", "--vocab", "X/w.txt"], "X/w.txt: no such vocabulary file", None),
+    (["vocab", "C", "--vocab", "D"], "D: is a folder, expected a vocabulary file", None),
+    (["vocab", "C", "--vocab", "E"], "E: no word in the vocabulary file", None),
+    (["stats", "C", "--vocab", "SP"], "SP: no word besides <eos> and <unk>", None),
+    (["vocab", "C", "--vocab", "B/train.txt"], "B/train.txt:1: not valid UTF-8", None),
+    (["unk", "C", "--out", "O", "--vocab", "E"], "E: no word", "O"),
+    (["train", "C", "--out", "O", "--preset", "tiny", "--vocab", "X/w.txt"],
+     "X/w.txt: no such vocabulary file", "O"),
+    (["train", "C", "--out", "O", "--preset", "tiny", "--vocab", "W", "--unk-threshold", "2"],
+     "--unk-threshold 2 builds one from the training text: give one of them", "O"),
+    (["train", "C", "--out", "O", "--preset", "tiny", "--vocab", "W", "--extend-vocab",
+      "--embeddings", "V"], "--extend-vocab adds to one built from the training text", "O"),
+    (["ngram", "C", "--out", "O", "--vocab", "W", "--unk-threshold", "2"], "give one of them", "O"),
+    (["ngram", "C", "--out", "O", "--vocab", "SL"], "SL: contains the word <s>", "O"),
+    (["sweep", "C", "--grid", "six", "--out", "O", "--embeddings", "V", "--preset", "tiny",
+      "--vocab", "X/w.txt"], "X/w.txt: no such vocabulary file", "O"),
+    (["sweep", "C", "--grid", "unk", "--out", "O", "--embeddings", "V", "--preset", "tiny",
+      "--vocab", "W"], "--unk-threshold 1 builds one", "O"),
     (["stats", "C", "--thresholds", "1,x"], "--thresholds", None),
     (["stats", "C", "--pretrain", "X/p.txt"], "X/p.txt: no such file", None),
     (["stats", "D"], "missing train.txt", None),
@@ -299,6 +319,9 @@ def places(speech_corpus, tmp_path_factory):
     (root / "empty").mkdir()
     (root / "dangling").symlink_to(root / "gone")
     (root / "words.txt").write_text("the\nof\n")           # words without values
+    (root / "blank.txt").write_text("\n  \n\n")                # a word list without a word
+    (root / "specials.txt").write_text("<eos>\n<unk>\n")       # nor one besides the specials
+    (root / "sentence-marks.txt").write_text("the\n<s>\n</s>\n")  # KenLM's reserved words
     (root / "range-grid.toml").write_text("[runs.a]\nlr = -1.0\n")
     (root / "dropout.toml").write_text("dropout = 1.5\n")
     sweep = root / "damaged-sweep"           # a KeyError traceback in the report before
@@ -308,7 +331,8 @@ def places(speech_corpus, tmp_path_factory):
             "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
-            "W": root / "words.txt", "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
+            "W": root / "words.txt", "E": root / "blank.txt", "SP": root / "specials.txt",
+            "SL": root / "sentence-marks.txt", "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}
 

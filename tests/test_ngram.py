@@ -310,3 +310,35 @@ def test_report_takes_one_baseline_row_per_data_size(speech_corpus, tmp_path):
     for name, run in (("KenLM 3-gram", "kn"), ("KenLM 3-gram.data0.5", "kn-half")):
         assert float(rows[name]["valid ppl"]) == pytest.approx(
             NgramRun(tmp_path / run).evaluate("valid").perplexity, rel=1e-6)
+
+
+def test_a_word_list_gives_both_models_its_vocabulary(speech_corpus, tmp_path):
+    """`--vocab FILE` (a recogniser's word list), through the command line: the LSTM and the
+    5-gram get the list's words and no other, score the same tokens (every other word one
+    <unk>, counted here from the text), mix, and the LSTM resumes without the file."""
+    train = collections.Counter((speech_corpus / "train.txt").read_text().split())
+    valid = [line.split() for line in (speech_corpus / "valid.txt").read_text().splitlines()]
+    absent = sorted({w for line in valid for w in line} - set(train))[:5]
+    listed = [w for w, _ in train.most_common(300)] + absent
+    words = tmp_path / "words.txt"             # a symbol table: word and id
+    words.write_text("".join(f"{w} {i}\n" for i, w in enumerate(listed)))
+    lstm, kn3 = tmp_path / "lstm", tmp_path / "kn3"
+    lmlow("train", speech_corpus, "--out", lstm, "--vocab", words, "--preset", "tiny",
+          "--max-epochs", "1", "--threads", "1", "--quiet", check=True)
+    lmlow("ngram", speech_corpus, "--out", kn3, "--vocab", words, "--order", "3",
+          "--memory", "100M", "--quiet", check=True)
+    for run in (lstm, kn3):
+        vocab = (run / "vocab.txt").read_text().split("\n")
+        assert {line.split("\t")[0] for line in vocab if line} == {*listed, "<eos>", "<unk>"}
+        assert json.loads((run / "config.json").read_text())["vocab"] == str(words.resolve())
+    unk = sum(w not in listed for line in valid for w in line)
+    unseen = sum(w in absent for line in valid for w in line)
+    tokens = sum(len(line) + 1 for line in valid)
+    evals = [json.loads(lmlow("eval", run, "--json", check=True).stdout) for run in (lstm, kn3)]
+    for ev in evals:
+        assert (ev["tokens"], ev["unk_tokens"], ev["bins"][0]["tokens"]) == (tokens, unk, unseen)
+    mixed = lmlow("eval", lstm, "--interpolate", kn3, "--json", check=True)
+    assert json.loads(mixed.stdout)["tokens"] == tokens
+    words.unlink()                             # a run keeps the vocabulary it started with
+    lmlow("train", "--resume", lstm, "--max-epochs", "2", "--quiet", check=True)
+    assert lmlow("eval", lstm, "--json", check=True).stdout.count(f'"unk_tokens": {unk},') == 1

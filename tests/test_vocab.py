@@ -94,3 +94,39 @@ def test_bad_vocab_file(tmp_path):
 def test_negative_threshold(corpus_dir):
     with pytest.raises(LmlowError, match="must be >= 0"):
         Corpus(corpus_dir, -1)
+
+
+# --vocab FILE: a word list fixes the vocabulary. Expected values by hand from TRAIN above.
+def test_a_word_list_fixes_the_vocabulary_counted_in_train(corpus_dir, tmp_path):
+    words = tmp_path / "lexicon.txt"       # a lexicon: word, then its phones; blank lines and
+    words.write_text("the DH AH\n\nof AH V\nthe DH IY\nvirginia V ER\n<unk>\n")  # repeats
+    v = Corpus(corpus_dir, vocab_file=words, show_progress=False).vocab
+    # union 2, congress 2, senate 1 leave for <unk>, with the literal one: 1 + 5 = 6
+    assert v.words == ["<unk>", "the", "<eos>", "of", "virginia"]
+    assert v.counts == [6, 4, 3, 3, 0]
+    enc = Corpus(corpus_dir, vocab_file=words, show_progress=False).encode("valid")
+    # valid: the senate of virginia / the congress: senate and congress are <unk>, virginia a word
+    assert v.decode(enc.ids.tolist()) == ["the", "<unk>", "of", "virginia", "<eos>",
+                                          "the", "<unk>", "<eos>"]
+    assert enc.stats.oov_tokens == 2 and enc.stats.replaced_tokens == 0
+
+
+def test_a_saved_vocabulary_read_as_a_list_is_the_same_vocabulary(corpus_dir, tmp_path):
+    """`lmlow vocab --out` then `--vocab`: the UNK rule's vocabulary again, word for word and
+    count for count (what makes another corpus's models comparable on this vocabulary)."""
+    for k, counts in ((2, False), (0, True)):
+        v = Corpus(corpus_dir, k, show_progress=False).vocab
+        v.save(tmp_path / "v.txt", with_counts=counts)
+        w = Corpus(corpus_dir, vocab_file=tmp_path / "v.txt", show_progress=False).vocab
+        assert (w.words, w.counts) == (v.words, v.counts)
+
+
+def test_read_word_list_takes_the_first_field(tmp_path):
+    from lmlow.data.vocab import read_word_list
+
+    f = tmp_path / "words.txt"             # a symbol table (Kaldi's words.txt), with a BOM
+    f.write_bytes("\ufeffthe 1\nof\t2\r\nthe 3\n".encode("utf-8"))
+    assert read_word_list(f) == ["the", "of"]
+    f.write_text("<eos>\n<unk>\n")
+    with pytest.raises(LmlowError, match="words.txt: no word besides <eos> and <unk>"):
+        read_word_list(f)

@@ -21,7 +21,7 @@ from typing import Iterable
 import numpy as np
 
 from lmlow.data.textio import iter_lines
-from lmlow.data.vocab import Vocabulary, build_vocabulary
+from lmlow.data.vocab import Vocabulary, build_vocabulary, fixed_vocabulary, read_word_list
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_path, atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.progress import progress
@@ -276,21 +276,30 @@ def check_corpus_folder(root: Path) -> None:
             raise LmlowError(f"{root}: missing {split}.txt")
 
 
+def vocabulary_rule(unk_threshold: int, vocab_file=None) -> str:
+    """How a vocabulary was decided, for reports: ``K=2``, or the word list's name."""
+    return f"vocabulary of {vocab_file}" if vocab_file else f"K={unk_threshold}"
+
+
 class Corpus:
     """A folder with train.txt, valid.txt and test.txt, read under one UNK threshold K.
 
     ``extra_words`` (e.g. the words of an embedding file) extend the vocabulary as the UNK rule
-    allows; ``vocab`` fixes the vocabulary instead (e.g. the one saved with a checkpoint).
+    allows; ``vocab_file`` (a word list, ``--vocab FILE``) fixes which words it has, counted
+    in this training split (:func:`fixed_vocabulary`); ``vocab`` fixes the vocabulary itself
+    (e.g. the one saved with a checkpoint).
     """
 
     def __init__(self, root: Path, unk_threshold: int = 0, extra_words: Iterable[str] = (),
-                 vocab: Vocabulary | None = None, show_progress: bool = True):
+                 vocab: Vocabulary | None = None, show_progress: bool = True,
+                 vocab_file: Path | None = None):
         self.root = Path(root)
         check_corpus_folder(self.root)
         if unk_threshold < 0:
             raise LmlowError(f"UNK threshold must be >= 0, got {unk_threshold}")
         self.unk_threshold = unk_threshold
         self.extra_words = extra_words
+        self.vocab_file = Path(vocab_file) if vocab_file else None
         self.show_progress = show_progress
         if vocab is not None:
             self.vocab = vocab
@@ -306,7 +315,12 @@ class Corpus:
     @cached_property
     def vocab(self) -> Vocabulary:
         train = self.counts("train")
+        if self.vocab_file:
+            return fixed_vocabulary(train.counts, train.lines, read_word_list(self.vocab_file))
         return build_vocabulary(train.counts, train.lines, self.unk_threshold, self.extra_words)
+
+    def rule(self) -> str:
+        return vocabulary_rule(self.unk_threshold, self.vocab_file)
 
     def encode(self, split: str) -> EncodedSplit:
         return encode_file(self.path(split), self.vocab, self.show_progress)
@@ -326,15 +340,16 @@ class Corpus:
 
 def read_corpus(path: Path, unk_threshold: int = 0, embeddings: Path | None = None,
                 extend_vocab: bool = False, allow_pickle: bool = False,
-                show_progress: bool = True) -> tuple["Corpus", list[str] | None]:
+                show_progress: bool = True, vocab: Path | None = None) -> tuple["Corpus", list[str] | None]:
     """A corpus as the data commands read it, and the words of ``embeddings`` (None without):
-    ``extend_vocab`` adds those words to the vocabulary."""
-    from lmlow.config import require_vectors_for_extend
+    ``extend_vocab`` adds those words to the vocabulary; ``vocab``, a word list, fixes it."""
+    from lmlow.config import check_vocabulary_source
     from lmlow.embeddings import vector_words
 
-    require_vectors_for_extend(extend_vocab, embeddings)
+    check_vocabulary_source(vocab, unk_threshold, extend_vocab, embeddings)
     words = vector_words(embeddings, allow_pickle) if embeddings else None
-    corpus = Corpus(path, unk_threshold, words if extend_vocab else (), show_progress=show_progress)
+    corpus = Corpus(path, unk_threshold, words if extend_vocab else (), show_progress=show_progress,
+                    vocab_file=vocab)
     return corpus, words
 
 

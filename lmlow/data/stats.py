@@ -100,6 +100,7 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
     out = {
         "corpus": str(corpus.root),
         "unk_threshold": corpus.unk_threshold,
+        "vocabulary": corpus.rule(),
         "sizes": {s: {"lines": wc.lines, "words": wc.tokens, "types": len(wc.counts),
                       "literal_unk": wc.counts.get(UNK, 0)}
                   for s, wc in splits.items()},
@@ -107,7 +108,9 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
         "table4": table4(splits["train"], pretrain),
         "unk_rule": {str(k): {s: unk_rule_shares(wc.counts, train, k) for s, wc in splits.items()}
                      for k in thresholds},
-        "oov": {s: oov_shares(splits[s].counts, vocab.index) for s in ("valid", "test")},
+        # a word list leaves training words out too; the UNK rule's are Table 3's
+        "oov": {s: oov_shares(splits[s].counts, vocab.index)
+                for s in (("train",) if corpus.vocab_file else ()) + ("valid", "test")},
     }
     if embedding_words is not None:
         known = embedding_words if isinstance(embedding_words, (set, dict)) else set(embedding_words)
@@ -124,7 +127,7 @@ def format_stats(s: dict) -> str:
     """The report of ``lmlow stats`` as Markdown tables."""
     from lmlow.tables import markdown
 
-    out = [f"# {s['corpus']} (K={s['unk_threshold']}, vocabulary {s['vocabulary_size']})", ""]
+    out = [f"# {s['corpus']} ({s['vocabulary']}, {s['vocabulary_size']} words)", ""]
     out.append(markdown(["split", "lines", "words", "types", "literal <unk>"],
                         [[k, v["lines"], v["words"], v["types"], v["literal_unk"]]
                          for k, v in s["sizes"].items()]))
@@ -158,9 +161,11 @@ def format_stats(s: dict) -> str:
 
 
 def vocab_summary(corpus: Corpus) -> dict:
-    """``lmlow vocab``'s report: size, <unk> count, words only the embeddings brought."""
+    """``lmlow vocab``'s report: size, <unk> count, words the training split lacks (the
+    embeddings' with --extend-vocab, the list's with --vocab)."""
     vocab, train = corpus.vocab, corpus.counts("train")
     return {"vocabulary_size": len(vocab), "unk_threshold": corpus.unk_threshold,
+            "vocabulary": corpus.rule(),
             "train_types": len(train.counts), "unk_count": vocab.counts[vocab.unk_id],
             "embedding_only_words": sum(1 for w in vocab.words if w not in train.counts
                                         and w not in (EOS, UNK)),
@@ -168,13 +173,14 @@ def vocab_summary(corpus: Corpus) -> dict:
 
 
 def format_vocab(s: dict) -> str:
-    return (f"vocabulary: {s['vocabulary_size']} words (K={s['unk_threshold']}; "
+    listed = not s["vocabulary"].startswith("K=")
+    return (f"vocabulary: {s['vocabulary_size']} words ({s['vocabulary']}; "
             f"{s['train_types']} word types in train; <unk> count {s['unk_count']}; "
-            f"{s['embedding_only_words']} from embeddings only)\n"
+            f"{s['embedding_only_words']} {'listed words absent from train' if listed else 'from embeddings only'})\n"
             f"most frequent: {' '.join(s['top'])}")
 
 
-def format_unk(stats: dict, out, unk_threshold: int) -> str:
+def format_unk(stats: dict, out, rule: str) -> str:
     """``lmlow unk``'s report: per split, the tokens and how many became <unk>."""
     from lmlow.tables import markdown
 
@@ -182,4 +188,4 @@ def format_unk(stats: dict, out, unk_threshold: int) -> str:
              100 * st.unk_tokens / st.words if st.words else 0.0] for s, st in stats.items()]
     return (markdown(["split", "tokens (with <eos>)", "replaced", "literal <unk>",
                       "<unk> % of words"], rows)
-            + f"\nwrote {out}/train.txt, valid.txt, test.txt (K={unk_threshold})")
+            + f"\nwrote {out}/train.txt, valid.txt, test.txt ({rule})")

@@ -155,6 +155,45 @@ def build_vocabulary(train_counts: Counter, n_lines: int, unk_threshold: int = 0
     return Vocabulary([w for w, _ in kept], [c for _, c in kept], unk_threshold)
 
 
+def fixed_vocabulary(train_counts: Counter, n_lines: int, words: Iterable[str]) -> Vocabulary:
+    """The vocabulary a word list fixes (``--vocab FILE``: a recogniser's lexicon, or another
+    corpus's ``lmlow vocab --out``): its words, ``<eos>`` and ``<unk>``, each with its count in
+    the training split (0 for a listed word the split lacks: predicted as a word all the same,
+    as ``--extend-vocab``'s words are); every token of a training word the list lacks counts
+    towards ``<unk>``, as a replaced word does under the UNK rule. Vocabulary order as
+    :func:`build_vocabulary`'s."""
+    listed = dict.fromkeys(w for w in words if w not in (EOS, UNK))
+    replaced = sum(c for w, c in train_counts.items() if w not in listed and w not in (UNK, EOS))
+    pairs = [(w, train_counts.get(w, 0)) for w in listed]
+    pairs += [(EOS, n_lines), (UNK, train_counts.get(UNK, 0) + replaced)]
+    pairs.sort(key=_ORDER)
+    return Vocabulary([w for w, _ in pairs], [c for _, c in pairs])
+
+
+def read_word_list(path: Path) -> list[str]:
+    """The words of a vocabulary file, in file order: the first field of each line, so that a
+    plain list, ``lmlow vocab --out [--counts]``, a lexicon (``word phone phone ...``) and a
+    symbol table (``word id``) all read as their words; blank lines are skipped, repeats (a
+    lexicon's second pronunciation) kept once. One line naming the file when it is not text or
+    holds no word."""
+    path = Path(path)
+    if path.is_dir():
+        raise LmlowError(f"{path}: is a folder, expected a vocabulary file (one word per line)")
+    if not path.exists():
+        raise LmlowError(f"{path}: no such vocabulary file")
+    words: dict[str, None] = {}
+    with open_binary(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            fields = decode_line(path, lineno, raw).split()
+            if fields:
+                words.setdefault(fields[0])
+    if not words:
+        raise LmlowError(f"{path}: no word in the vocabulary file (expected one word per line)")
+    if not set(words) - {EOS, UNK}:        # a model of line ends and <unk> alone
+        raise LmlowError(f"{path}: no word besides <eos> and <unk> in the vocabulary file")
+    return list(words)
+
+
 def _ORDER(wc: tuple[str, int]) -> tuple[int, str]:
     """Vocabulary order: most frequent first, ties by word."""
     return -wc[1], wc[0]
