@@ -21,7 +21,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_write_json
+from lmlow.files import atomic_write_json, require_regular
 
 INIT_CHOICES = ("glove", "glove-output", "unigram", "random")
 
@@ -448,7 +448,7 @@ def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -
 
 def load_table(path: Path) -> dict:
     """A TOML or JSON file's top-level table, with one-line errors."""
-    path = Path(path)
+    path = require_regular(Path(path))    # a device never ends
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)

@@ -16,6 +16,7 @@ import numpy as np
 
 from lmlow.data.textio import decode_line, open_binary
 from lmlow.errors import LmlowError
+from lmlow.files import require_regular
 
 GENSIM_SUFFIXES = (".kv", ".model")
 
@@ -46,6 +47,7 @@ def load_vectors(path: Path, allow_pickle: bool = False):
     path = Path(path)
     if not path.exists():
         raise LmlowError(f"{path}: no such file")
+    require_regular(path)              # read more than once: a pipe would be empty the second time
     fmt = detect_format(path)
     if fmt == "gensim" and not allow_pickle:
         raise LmlowError(f"{path}: a gensim file is a Python pickle, which can run code when "

@@ -49,3 +49,43 @@ def test_missing_file_and_folder(tmp_path):
         list(iter_lines(tmp_path / "nope.txt"))
     with pytest.raises(LmlowError, match="is a folder"):
         list(iter_lines(tmp_path))
+
+
+def test_a_line_without_end_is_refused_at_the_bound_not_read_whole(tmp_path, monkeypatch):
+    """A file with no line breaks (a binary or minified file) is refused at MAX_LINE bytes,
+    naming the line, by every line reader (corpora, prepare's input, word lists); lines up to
+    the bound, and a last line without a line break, read as before."""
+    from lmlow.data import textio
+    from lmlow.data.prepare import iter_documents
+    from lmlow.data.vocab import read_word_list
+
+    monkeypatch.setattr(textio, "MAX_LINE", 64)
+    f = tmp_path / "long.txt"
+    f.write_text("a short line\n" + "word " * 40 + "\nlast")
+    for read in (lambda: list(iter_lines(f)), lambda: list(iter_documents([f])),
+                 lambda: read_word_list(f)):
+        with pytest.raises(LmlowError, match=r"long.txt:2: a line longer than 0 MiB"):
+            read()
+    f.write_text("a short line\n" + "word " * 12 + "\nlast")      # 61 bytes: within
+    assert [len(t) for _, t in iter_lines(f)] == [3, 12, 1]
+
+
+def test_a_pipe_is_read_a_device_is_refused(tmp_path):
+    """Text may come through a pipe (`lmlow score RUN <(zcat nbest.gz)`): read once, as it
+    streams; a device is refused in one line instead of being read until memory runs out."""
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def write():
+        with open(fifo, "w") as w:
+            w.write("the cat\n\nsat on <unk>\n")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert [t for _, t in iter_lines(fifo)] == [["the", "cat"], ["sat", "on", "<unk>"]]
+    writer.join()
+    with pytest.raises(LmlowError, match="^/dev/zero: a device or socket, not a text file"):
+        list(iter_lines("/dev/zero"))

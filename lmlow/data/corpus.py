@@ -57,7 +57,10 @@ def file_key(path: Path, **options) -> str:
     """Hash of a file's identity (path, size, mtime) and the options applied to it."""
     path = Path(path)
     if not path.is_file():
-        raise LmlowError(f"{path}: {'is a folder, expected a text file' if path.is_dir() else 'no such file'}")
+        why = ("is a folder, expected a text file" if path.is_dir() else "no such file"
+               if not path.exists() else "not a regular file (a pipe or device): a corpus is "
+               "read more than once; save it to a file")
+        raise LmlowError(f"{path}: {why}")
     st = path.stat()
     ident = {"path": str(Path(path).resolve()), "size": st.st_size, "mtime": st.st_mtime_ns,
              "format": CACHE_FORMAT, **options}

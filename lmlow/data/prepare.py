@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from lmlow.data.corpus import PREPARATION, SPLITS, corpus_preparation
-from lmlow.data.textio import decode_line, iter_lines, open_binary
+from lmlow.data.textio import decode_line, iter_lines, numbered_lines, open_binary
 from lmlow.config import check_values, setting
 from lmlow.data.tokenize import (TOKENIZERS, Normalisation, make_tokenizer, preparation_record,
                                   recorded_tokenisation)
@@ -152,7 +152,7 @@ def iter_documents(inputs: list[Path], mode: str = "auto") -> Iterator[list[str]
 
 def _raw_lines(path: Path, keep_blank: bool = False) -> Iterator[str]:
     with open_binary(path) as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in numbered_lines(path, f):
             line = decode_line(path, lineno, raw).strip()
             if line or keep_blank:
                 yield line

@@ -10,6 +10,7 @@ every line when the text is read, so ``<eos>`` itself may not appear in the text
 from __future__ import annotations
 
 import gzip
+import stat
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -27,10 +28,27 @@ def open_binary(path: Path):
         raise LmlowError(f"{path}: no such file")
     if path.is_dir():
         raise LmlowError(f"{path}: is a folder, expected a text file")
+    mode = path.stat().st_mode        # a pipe streams text (`<(zcat ...)`); a device does not end
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise LmlowError(f"{path}: a device or socket, not a text file; refusing to read it")
     try:
         return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
     except OSError as e:
         raise LmlowError(f"{path}: cannot open ({e.strerror or e})") from None
+
+
+MAX_LINE = 1 << 26     # 64 MiB: a longer line is not line-based text
+
+
+def numbered_lines(path: Path, f) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of a file opened by :func:`open_binary`, each line read with
+    a bound: a file without line breaks (a binary or minified file, a device) is refused at
+    MAX_LINE bytes instead of being read whole into memory."""
+    for lineno, raw in enumerate(iter(lambda: f.readline(MAX_LINE), b""), 1):
+        if len(raw) == MAX_LINE and not raw.endswith(b"\n"):
+            raise LmlowError(f"{path}:{lineno}: a line longer than {MAX_LINE >> 20} MiB; "
+                             "expected text with one sentence or paragraph per line")
+        yield lineno, raw
 
 
 def iter_text(path: Path, empty: str = "no text") -> Iterator[tuple[int, str]]:
@@ -45,7 +63,7 @@ def iter_text(path: Path, empty: str = "no text") -> Iterator[tuple[int, str]]:
     with open_binary(path) as f:
         try:
             _refuse_binary(path, f)
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in numbered_lines(path, f):
                 text = decode_line(path, lineno, raw).strip()
                 if text:
                     any_text = True
@@ -85,9 +103,9 @@ def iter_keyed_lines(path: Path, raw: bool = False,
 
 
 def _refuse_binary(path: Path, f) -> None:
-    """A NUL byte near the start means a binary file: say so before any UTF-8 complaint."""
-    head = f.read(8192)
-    f.seek(0)
+    """A NUL byte near the start means a binary file: say so before any UTF-8 complaint.
+    Peeked, not read and sought back, so that a pipe can be read too."""
+    head = f.peek(8192)[:8192]
     nul = head.find(b"\0")
     if nul >= 0:
         line = head.count(b"\n", 0, nul) + 1

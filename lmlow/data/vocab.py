@@ -21,9 +21,9 @@ from typing import Iterable
 
 import numpy as np
 
-from lmlow.data.textio import EOS, UNK, decode_line, open_binary
+from lmlow.data.textio import EOS, UNK, decode_line, numbered_lines, open_binary
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_write_text
+from lmlow.files import atomic_write_text, require_regular
 
 
 @dataclass
@@ -105,7 +105,7 @@ class Vocabulary:
         path = Path(path)
         words, counts = [], []
         with open_binary(path) as f:
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in numbered_lines(path, f):
                 line = decode_line(path, lineno, raw).rstrip("\n")
                 word, _, count = line.partition("\t")
                 if not word or " " in word:
@@ -181,9 +181,10 @@ def read_word_list(path: Path) -> list[str]:
         raise LmlowError(f"{path}: is a folder, expected a vocabulary file (one word per line)")
     if not path.exists():
         raise LmlowError(f"{path}: no such vocabulary file")
+    require_regular(path)                  # a FIFO or /dev/zero would never end
     words: dict[str, None] = {}
     with open_binary(path) as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in numbered_lines(path, f):
             fields = decode_line(path, lineno, raw).split()
             if fields:
                 words.setdefault(fields[0])
