@@ -100,6 +100,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
     link at ``path`` itself, never what it points to. Missing folders above ``path`` are
     created, and removed again if the write fails."""
     path = Path(path)
+    refuse_special(path)
     tmp = temporary_path(path)
     created = make_folder(path.parent)
     try:
@@ -340,9 +341,23 @@ def refuse_overwrite(paths, force: bool) -> None:
     """Nothing the user made is overwritten unless they said --force; and, before any work,
     each path's folder can be made (no file or dangling link where a folder must be)."""
     for p in map(Path, paths):
+        refuse_special(p)
         if not force and p.exists():
             raise LmlowError(f"{p} exists; pass --force to overwrite it")
         check_folder_possible(p.parent)
+
+
+def refuse_special(path: Path) -> None:
+    """An output lmlow writes to a new file and renames over ``path``: where ``path`` is a
+    device, pipe or socket (``--out /dev/null``), the rename would replace the node itself
+    (as root, /dev/null becomes a regular file for every program on the machine)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+        raise LmlowError(f"{path}: a device, pipe or socket; lmlow writes a new file and "
+                         "renames it into place, which would replace it: give a file path")
 
 
 def check_folder_possible(folder: Path) -> list[Path]:

@@ -21,7 +21,8 @@ from conftest import cli, write_corpus
 # with dropout = 1.5, S a sweep folder whose one run (R without its checkpoints) has a damaged
 # evaluation, RAW0 R without its corpus's preparation record, RBAD R with a damaged one, CP the
 # corpus with a damaged prepare.json, CL the corpus recorded as prepared without --lowercase;
-# word lists for --vocab: E blank lines only, SP only <eos> and <unk>, SL with KenLM's <s>, </s>.
+# word lists for --vocab: E blank lines only, SP only <eos> and <unk>, SL with KenLM's <s>, </s>;
+# P a named pipe.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -73,6 +74,10 @@ CASES = [
     (["prepare", "/dev/zero", "--out", "O"], "/dev/zero: a device or socket", "O"),
     (["score", "R", "/dev/zero"], "/dev/zero: a device or socket", None),
     (["predict", "R", "--file", "/dev/zero"], "/dev/zero: a device or socket", None),
+    # a pipe (or device: --out /dev/null) where an output goes: the rename replaced the node
+    (["vocab", "C", "--out", "P", "--force"], "P: a device, pipe or socket", None),
+    (["prepare", "C/train.txt", "--out", "P", "--no-split", "--force"], "P: a device, pipe", None),
+    (["embed", "C/train.txt", "--out", "P", "--force"], "P: a device, pipe or socket", None),
     (["unk", "C", "--out", "O", "--vocab", "E"], "E: no word", "O"),
     (["train", "C", "--out", "O", "--preset", "tiny", "--vocab", "X/w.txt"],
      "X/w.txt: no such vocabulary file", "O"),
@@ -333,6 +338,8 @@ def places(speech_corpus, tmp_path_factory):
     (root / "sentence-marks.txt").write_text("the\n<s>\n</s>\n")  # KenLM's reserved words
     (root / "range-grid.toml").write_text("[runs.a]\nlr = -1.0\n")
     (root / "dropout.toml").write_text("dropout = 1.5\n")
+    pipe = tmp_path_factory.mktemp("pipe") / "out"   # not under root: reading it would block
+    os.mkfifo(pipe)
     sweep = root / "damaged-sweep"           # a KeyError traceback in the report before
     shutil.copytree(run, sweep / "standard.seed1", ignore=shutil.ignore_patterns("*.pt", ".lock"))
     (sweep / "standard.seed1" / "eval_best_valid.json").write_text('{"x": 1}\n')
@@ -341,7 +348,7 @@ def places(speech_corpus, tmp_path_factory):
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
             "W": root / "words.txt", "E": root / "blank.txt", "SP": root / "specials.txt",
-            "SL": root / "sentence-marks.txt", "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
+            "SL": root / "sentence-marks.txt", "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}
 
