@@ -50,7 +50,7 @@ def refuse_link(path: Path) -> None:
     write would go where it points: `.lock -> /etc/passwd`) or anything but a regular file."""
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # its folder is a file: refused as such
         return
     if stat.S_ISLNK(st.st_mode):
         raise LmlowError(f"{path}: a symbolic link where lmlow keeps its own file; lmlow does "

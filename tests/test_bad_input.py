@@ -283,6 +283,8 @@ CASES = [
     (["vocab", "C", "--out", "L/v.txt"], "L: a symbolic link to", None),
     (["vocab", "C", "--out", "F/v.txt"], "F: exists and is not a folder", None),
     (["analyze", "R", "--out", "L"], "L: a symbolic link to", None),
+    (["analyze", "R", "--out", "F"], "F: exists and is not a folder", None),   # a traceback before
+    (["analyze", "R", "--out", "P"], "P: exists and is not a folder", None),
     (["bias-sweep", "R", "--out", "L"], "L: a symbolic link to", None),
     (["compare", "R", "--out", "L"], "L: a symbolic link to", None),
 ]
