@@ -448,7 +448,9 @@ def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -
 
 def load_table(path: Path) -> dict:
     """A TOML or JSON file's top-level table, with one-line errors."""
-    path = require_regular(Path(path))    # a device never ends
+    path = Path(path)
+    if not path.is_dir():                 # a folder is named as one below
+        require_regular(path)             # a device never ends
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
