@@ -44,6 +44,16 @@ def test_corpus_stats_shape(tmp_path):
     assert s["embedding_only_words"] == 1
 
 
+
+def test_the_unk_table_gives_each_k_its_vocabulary_size(tmp_path):
+    """By hand: train counts a 3, b 2, c 1 and a literal <unk>: K=0 and 1 keep a, b, c; K=2
+    a, b; K=3 a; K=4 nothing; each with <eos> and <unk>. Equal to the vocabulary a run gets."""
+    root = write_corpus(tmp_path / "c", "a a b\nc <unk> a b\n", "a d\n", "b\n")
+    s = corpus_stats(Corpus(root, show_progress=False), thresholds=[0, 1, 2, 3, 4])
+    assert s["unk_rule_vocabulary"] == {"0": 5, "1": 5, "2": 4, "3": 3, "4": 2}
+    assert [len(Corpus(root, k, show_progress=False).vocab) for k in (0, 1, 2, 3)] == [5, 5, 4, 3]
+
+
 def test_row_coverage_counts_eos_and_reads_words_as_their_rows(tmp_path):
     """Coverage as the LM reads the text: vocabulary rows <eos>, <unk>, a, b, c; train is
     a a b <eos> c <unk> <eos> (4 of 7 rows with a vector: a, a, <eos>, <eos>); valid is

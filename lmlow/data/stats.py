@@ -54,6 +54,12 @@ def unk_rule_shares(split_counts: Counter, train_counts: Counter, k: int) -> dic
             "tokens_pct": _pct(sum(words[w] for w in hit), sum(words.values()))}
 
 
+def vocabulary_size(train_counts: Counter, k: int) -> int:
+    """The size of the vocabulary the UNK rule with threshold K keeps (the training words seen
+    at least K times, ``<eos>`` and ``<unk>``): what a K costs in embedding and softmax rows."""
+    return sum(1 for w, c in _words(train_counts).items() if c >= k and w != EOS) + 2
+
+
 def oov_shares(split_counts: Counter, vocab_words) -> dict:
     """Share of a split's word types/tokens that are in no vocabulary (read as ``<unk>``)."""
     return coverage(split_counts, vocab_words, invert=True)
@@ -108,6 +114,7 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
         "table4": table4(splits["train"], pretrain),
         "unk_rule": {str(k): {s: unk_rule_shares(wc.counts, train, k) for s, wc in splits.items()}
                      for k in thresholds},
+        "unk_rule_vocabulary": {str(k): vocabulary_size(train, k) for k in thresholds},
         # a word list leaves training words out too; the UNK rule's are Table 3's
         "oov": {s: oov_shares(splits[s].counts, vocab.index)
                 for s in (("train",) if corpus.vocab_file else ()) + ("valid", "test")},
@@ -137,10 +144,11 @@ def format_stats(s: dict) -> str:
     out.append(markdown(["", *[f"{c} {u}" for c in cols for u in ("types", "tokens")]],
                         [["%", *[t4[c][k] for c in cols for k in ("types_pct", "tokens_pct")]]]))
     out += ["", "Share replaced by the UNK rule, % (Table 3):", ""]
-    rows = [[f"K={k}", *[v[sp][m] for sp in ("train", "valid", "test") for m in ("types_pct", "tokens_pct")]]
+    rows = [[f"K={k}", s["unk_rule_vocabulary"][k],
+             *[v[sp][m] for sp in ("train", "valid", "test") for m in ("types_pct", "tokens_pct")]]
             for k, v in s["unk_rule"].items()]
-    out.append(markdown(["", "train types", "train tokens", "valid types", "valid tokens",
-                         "test types", "test tokens"], rows))
+    out.append(markdown(["", "vocabulary", "train types", "train tokens", "valid types",
+                         "valid tokens", "test types", "test tokens"], rows))
     out += ["", "Out of vocabulary (read as <unk>), %:", ""]
     out.append(markdown(["split", "types", "tokens"],
                         [[sp, v["types_pct"], v["tokens_pct"]] for sp, v in s["oov"].items()]))
