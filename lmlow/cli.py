@@ -216,6 +216,20 @@ def cmd_compare(args) -> None:
     _print(text, args.json, rows, None)
 
 
+def cmd_export(args) -> None:
+    from lmlow.export import check_target, export
+    from lmlow.runs import load
+
+    check_target(args.out, args.force)          # before the model is read
+    run = load(args.run_dir, args.checkpoint, "cpu", map_unseen_inputs=args.map_unseen_inputs,
+               map_unseen_outputs=args.map_unseen_outputs)
+    _model_notes(args.run_dir, run, None)
+    done = export(run, args.out, args.force)
+    print(f"wrote {done['out']}: {done['words']:,} words, {done['layers']} LSTM layers, "
+          f"{done['parameters']:,} numbers, {done['bytes'] / 2**20:.1f} MiB (one step of the "
+          "model for torch.export.load; docs/training.md shows the loop)")
+
+
 def cmd_generate(args) -> None:
     from lmlow.generate import GenerateOptions, Sampling, sample_texts
 
@@ -241,7 +255,7 @@ def cmd_bias_sweep(args) -> None:
 COMMANDS = {"prepare": cmd_prepare, "vocab": cmd_vocab, "unk": cmd_unk, "stats": cmd_stats,
             "embed": cmd_embed, "neighbours": cmd_neighbours, "train": cmd_train,
             "ngram": cmd_ngram, "eval": cmd_eval, "score": cmd_score, "predict": cmd_predict,
-            "sweep": cmd_sweep,
+            "sweep": cmd_sweep, "export": cmd_export,
             "sweep-task": cmd_sweep_task, "report": cmd_report, "analyze": cmd_analyze,
             "compare": cmd_compare, "generate": cmd_generate, "bias-sweep": cmd_bias_sweep}
 STOPS_ITSELF = ("train", "sweep", "sweep-task")     # they handle SIGTERM in their own way

@@ -154,7 +154,7 @@ def settings_from(args: argparse.Namespace, cls, skip=()) -> dict:
 
 # --------------------------------------------------------------------------- shared groups
 
-def add_run(p, what: str = "run folder", checkpoint: bool = True) -> None:
+def add_run(p, what: str = "run folder", checkpoint: bool = True, device: bool = True) -> None:
     """RUN_DIR and where its model runs: ``--checkpoint`` (LSTM runs) and ``--device``."""
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help=what)
     if checkpoint:
@@ -162,6 +162,8 @@ def add_run(p, what: str = "run folder", checkpoint: bool = True) -> None:
                        help="which checkpoint of an LSTM run: best by validation perplexity, "
                        "or last (default: best, or last for a run stopped before its first "
                        "validation)")
+    if not device:
+        return
     from lmlow.config import Config
     p.add_argument("--device", default=Config.device, choices=Config.CHOICES["device"],
                    help=f"where to run the model (default: {Config.device}; auto is a GPU if "

@@ -410,6 +410,24 @@ def _generate_parser(sub) -> None:
     p.set_defaults(run="generate")
 
 
+def _export_parser(sub) -> None:
+    p = sub.add_parser("export", help="an LSTM run's model as one file PyTorch alone runs",
+                       description="Write one step of RUN_DIR's model, as evaluation runs it, "
+                       "as a torch.export program (.pt2) that torch.export.load runs without "
+                       "lmlow: step(ids, h, c) reads one word id per line (any number of lines "
+                       "at once) and gives the natural-log probabilities of the next word and "
+                       "the new state; the file also holds the vocabulary (vocabulary.txt) and the "
+                       "ids of <eos> and <unk> and the state's sizes (lmlow.json). The numbers "
+                       "are lmlow score's (docs/training.md).",
+                       epilog="Example: lmlow export runs/ptb --out ptb.pt2 --map-unseen-outputs")
+    from lmlow.runs import ModelOptions
+
+    add_run(p, "LSTM run folder", device=False)           # exported for the CPU, in fp32
+    add_output(p, "the file to write (.pt2)", force="overwrite --out if it exists")
+    add_settings(p, ModelOptions, skip=("interpolate", "weight"))
+    p.set_defaults(run="export")
+
+
 def _bias_sweep_parser(sub) -> None:
     p = sub.add_parser("bias-sweep", help="diversity and perplexity as the output bias is scaled",
                        description="Kobayashi et al. (2023) Table 2 for an LSTM run: for each "
@@ -434,7 +452,7 @@ def _bias_sweep_parser(sub) -> None:
     p.set_defaults(run="bias-sweep")
 
 
-COMMANDS = (_prepare_parser, _vocab_parser, _unk_parser, _stats_parser, _embed_parser, _neighbours_parser, _train_parser, _ngram_parser, _eval_parser, _score_parser, _predict_parser, _sweep_parser, _sweep_task_parser, _report_parser, _analyze_parser, _compare_parser, _generate_parser, _bias_sweep_parser)
+COMMANDS = (_prepare_parser, _vocab_parser, _unk_parser, _stats_parser, _embed_parser, _neighbours_parser, _train_parser, _ngram_parser, _eval_parser, _score_parser, _predict_parser, _sweep_parser, _sweep_task_parser, _report_parser, _analyze_parser, _compare_parser, _generate_parser, _bias_sweep_parser, _export_parser)
 
 
 def _add_config_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:

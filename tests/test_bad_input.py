@@ -283,6 +283,10 @@ CASES = [
     (["vocab", "C", "--out", "L/v.txt"], "L: a symbolic link to", None),
     (["vocab", "C", "--out", "F/v.txt"], "F: exists and is not a folder", None),
     (["analyze", "R", "--out", "L"], "L: a symbolic link to", None),
+    (["export", "N", "--out", "O/m.pt2"], "an n-gram run; its model.bin and model.arpa", "O"),
+    (["export", "X", "--out", "O/m.pt2"], "X: no such run folder", "O"),
+    (["export", "R", "--out", "O/m.ts"], "O/m.ts: name it NAME.pt2", "O"),
+    (["export", "R", "--out", "V"], "V: name it NAME.pt2", None),
     (["analyze", "R", "--out", "F"], "F: exists and is not a folder", None),   # a traceback before
     (["analyze", "R", "--out", "P"], "P: exists and is not a folder", None),
     (["bias-sweep", "R", "--out", "L"], "L: a symbolic link to", None),
