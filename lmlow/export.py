@@ -82,6 +82,9 @@ def export(run, out: Path, force: bool = False) -> dict:
                 "Python modules load")
         raise LmlowError(f"{run.run_dir}: {what}")
     check_target(out, force)
+    if not hasattr(Dim, "AUTO"):          # torch.export's dynamic sizes as used here
+        raise LmlowError(f"lmlow export needs a newer torch than {torch.__version__} (its "
+                         "torch.export lacks Dim.AUTO; tested with 2.13)")
     step = LSTMStep(run.model).eval()
     sizes = [rnn.lstm.hidden_size for rnn in run.model.rnns]
     state = [torch.zeros(1, 2, n) for n in sizes]
