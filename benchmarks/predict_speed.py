@@ -4,7 +4,8 @@ keyboard's loop over a line. Builds a real run of the ``--preset``'s size on the
 corpus (``lmlow train --max-epochs 0``: the untrained model, whose cost is the trained one's)
 and a KenLM 5-gram of it, then over ``--lines`` lines of its valid split measures, per word:
 the reader fed that word and asked for its 10 most probable next words, against
-``next_words`` re-reading the whole line so far (what the command does for each context).
+``next_words`` re-reading the whole line so far (what the command does for each context); and
+the LSTM as `lmlow export` writes it, stepped by PyTorch alone.
 
 Usage: python benchmarks/predict_speed.py [--preset small] [--lines 20] [--threads 1]
        [--work DIR]
@@ -52,7 +53,36 @@ def main(argv=None) -> int:
             scorer.next_words("the", 10)                             # warm-up
             incremental, again = per_word(scorer, lines)
             print(f"{name:>14}: {incremental:7.2f} {again:7.2f}  ({again / incremental:.1f}x)")
+        step = exported_step(lstm, lstm.run_dir.parent / "lstm.pt2", lines)
+        print(f"exported LSTM step (lmlow export, torch.export.load): {step:7.2f} ms per word")
     return 0
+
+
+def exported_step(lstm, path, lines: list[list[str]]) -> float:
+    """ms per word typed with the LSTM as `lmlow export` writes it, run by PyTorch alone: one
+    step of the program per word, then its 10 most probable next words (the reader's work)."""
+    import json
+
+    import torch
+
+    from lmlow.export import export
+
+    export(lstm, path, force=True)
+    extra = {"vocabulary.txt": "", "lmlow.json": ""}
+    step = torch.export.load(str(path), extra_files=extra).module()
+    info = json.loads(extra["lmlow.json"])
+    index = {w: i for i, w in enumerate(extra["vocabulary.txt"].split("\n"))}
+    t0, words = time.perf_counter(), 0
+    with torch.no_grad():
+        for line in lines:
+            h = [torch.zeros(1, 1, n) for n in info["state_sizes"]]
+            c = [t.clone() for t in h]
+            lp, h, c = step(torch.tensor([info["eos_id"]]), h, c)
+            for w in line:
+                lp, h, c = step(torch.tensor([index.get(w, info["unk_id"])]), h, c)
+                lp[0].topk(10)
+                words += 1
+    return (time.perf_counter() - t0) * 1000 / words
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ class InterpolatedRun(Scorer):
                      min(len(a.vocab.words), len(b.vocab.words)))
             raise LmlowError(f"{a.run_dir} and {b.run_dir} have different vocabularies (from word "
                              f"{i + 1}); interpolation needs the same tokens: train both on the "
-                             "same corpus with the same --unk-threshold")
+                             "same corpus with the same --unk-threshold, or the same --vocab FILE")
         if weight is not None and not 0 <= weight <= 1:
             raise LmlowError(f"--weight {weight:g}: must be between 0 and 1")
         self.a, self.b = a, b
