@@ -163,10 +163,11 @@ def results(sweep_dir, baselines=None, paired: str | None = None,
     """``lmlow report SWEEP``: writes ``results.md``, ``.csv``, ``.json`` and ``curves.png`` into
     the sweep folder and returns the table's rows (``results.json``), one per configuration,
     then one per n-gram baseline (``baselines``: one run folder or a list). ``paired``: the
-    configuration the others are compared with, seed by seed. A table that mixes precisions
-    warns (``warnings.warn``), as the command does on stderr."""
+    configuration the others are compared with, seed by seed. A table that mixes precisions,
+    or a baseline over other tokens than the runs', warns (``warnings.warn``), as the command
+    does on stderr."""
     from lmlow.files import read_json
-    from lmlow.report import mixed_precision, write_report
+    from lmlow.report import write_report
 
     where = "lmlow.results"
     sweep_dir = _path(sweep_dir, where, "sweep_dir")
@@ -175,12 +176,10 @@ def results(sweep_dir, baselines=None, paired: str | None = None,
             _bool(map_unseen_outputs, where, "map_unseen_outputs"))
     if paired is not None:
         paired = _text(paired, where, "paired")
-    paths = write_report(sweep_dir, bases, paired, maps, _bool(wait, where, "wait"))
-    rows = read_json(paths[2], rows=True)
-    mixed = mixed_precision(rows)
-    if mixed:
-        warnings.warn(mixed, stacklevel=2)
-    return rows
+    paths, said = write_report(sweep_dir, bases, paired, maps, _bool(wait, where, "wait"))
+    for warning in said:
+        warnings.warn(warning, stacklevel=2)
+    return read_json(paths[2], rows=True)
 
 
 def _text(value, where: str, what: str) -> str:

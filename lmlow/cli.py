@@ -137,10 +137,10 @@ def cmd_sweep_task(args) -> None:
 def cmd_report(args) -> None:
     from lmlow.report import report
 
-    text, warning = report(args.sweep_dir, args.baseline, args.paired,
-                           (args.map_unseen_inputs, args.map_unseen_outputs), args.wait)
+    text, warnings = report(args.sweep_dir, args.baseline, args.paired,
+                            (args.map_unseen_inputs, args.map_unseen_outputs), args.wait)
     print(text)
-    if warning:
+    for warning in warnings:
         print(f"lmlow: warning: {warning}", file=sys.stderr)
 
 

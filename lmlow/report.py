@@ -132,6 +132,27 @@ def mixed_precision(rows: list[dict]) -> str | None:
     return None
 
 
+def foreign_baselines(rows: list[dict], baselines: list[Path]) -> str | None:
+    """The baselines whose vocabulary is that of no run of the table: their perplexity is
+    over other tokens (another K, another word list, other vectors' words), so the row is no
+    comparison. Judged where both sides still have their ``vocab.txt`` (a committed table
+    leaves it out)."""
+    from lmlow.data.vocab import Vocabulary
+
+    def words(run_dir) -> str | None:
+        path = RunDir(run_dir).vocab
+        return Vocabulary.load(path).digest() if path.is_file() else None
+
+    table = {words(r) for row in rows for r in row.get("runs", ())} - {None}
+    foreign = [str(b) for b in baselines if table and words(b) not in table | {None}]
+    if not foreign:
+        return None
+    return (f"{', '.join(foreign)}: another vocabulary than every run of this table, so "
+            "{} perplexity is over other tokens, not a comparison; give the baseline the "
+            "runs' --unk-threshold, --vocab or --extend-vocab vectors".format(
+                "its" if len(foreign) == 1 else "their"))
+
+
 def _sd(xs: list[float]) -> float | None:
     return statistics.stdev(xs) if len(xs) > 1 else None
 
@@ -274,20 +295,23 @@ def _bin_cell(p: dict | None) -> str:
 
 def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
                  paired: str | None = None, maps: tuple[bool, bool] = NO_MAPS,
-                 wait: bool = False) -> list[Path]:
+                 wait: bool = False) -> tuple[list[Path], list[str]]:
+    """The four files (written all or none) and the warnings the table states (mixed
+    precisions, a baseline over other tokens), which the command repeats on stderr."""
     sweep_dir = Path(sweep_dir)
     rows = collect(sweep_dir, maps)
     section = add_paired(rows, paired) + add_paired_bins(rows) if paired else ""
     if isinstance(baselines, (str, Path)):
         baselines = [baselines]
+    foreign = foreign_baselines(rows, list(baselines or ()))
     rows += [baseline_row(b) for b in baselines or ()]
     columns = COLUMNS + (["scored with"] if any(maps) else [])
     table = [[r.get(c, "") for c in columns] for r in rows]
     planned, missing = missing_runs(sweep_dir)
     partial = (f"\n\n**Partial: {planned - len(missing)} of {planned} planned runs finished**; "
                f"not yet: {', '.join(missing)}." if missing else "")
-    mixed = mixed_precision(rows)
-    partial += f"\n\n**Warning: {mixed}.**" if mixed else ""
+    warnings = [w for w in (mixed_precision(rows), foreign) if w]
+    partial += "".join(f"\n\n**Warning: {w}.**" for w in warnings)
     if any(maps):
         partial += ("\n\n*scored with*: the configurations that "
                     f"{' and '.join(f'`{f}`' for f, on in zip(MAP_FLAGS, maps) if on)} apply to "
@@ -305,7 +329,7 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
         atomic_write_text(csv, to_csv(columns, table))
         atomic_write_json(js, rows)
         plot_curves(rows, png)
-    return list(paths)
+    return list(paths), warnings
 
 
 def plot_curves(rows: list[dict], out: Path) -> None:
@@ -324,10 +348,11 @@ def plot_curves(rows: list[dict], out: Path) -> None:
 
 def report(sweep_dir: Path, baselines: list[Path] | None = None,
            paired: str | None = None, maps: tuple[bool, bool] = NO_MAPS,
-           wait: bool = False) -> tuple[str, str | None]:
+           wait: bool = False) -> tuple[str, list[str]]:
     """``lmlow report``: write the files and return what to print (the files written and
-    the table) and a warning if the table mixes precisions. ``wait``: if another command is
-    writing into the sweep folder (another report of it), wait for it rather than refuse."""
-    paths = write_report(sweep_dir, baselines, paired, maps, wait)
+    the table) and the table's warnings (mixed precisions, a baseline over other tokens).
+    ``wait``: if another command is writing into the sweep folder (another report of it),
+    wait for it rather than refuse."""
+    paths, warnings = write_report(sweep_dir, baselines, paired, maps, wait)
     text = "\n".join(f"wrote {p}" for p in paths) + "\n" + paths[0].read_text()
-    return text, mixed_precision(read_json(paths[2], rows=True))
+    return text, warnings

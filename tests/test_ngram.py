@@ -310,6 +310,15 @@ def test_report_takes_one_baseline_row_per_data_size(speech_corpus, tmp_path):
     for name, run in (("KenLM 3-gram", "kn"), ("KenLM 3-gram.data0.5", "kn-half")):
         assert float(rows[name]["valid ppl"]) == pytest.approx(
             NgramRun(tmp_path / run).evaluate("valid").perplexity, rel=1e-6)
+    assert "Warning" not in (sweep / "results.md").read_text() and "warning" not in r.stderr
+    # a baseline on other tokens (K=2: its <unk> holds the words seen once) is named as such
+    train_ngram(speech_corpus, tmp_path / "kn-k2", order=3, memory="100M", quiet=True,
+                unk_threshold=2)
+    r = lmlow("report", sweep, "--baseline", tmp_path / "kn", "--baseline", tmp_path / "kn-k2")
+    said = f"{tmp_path / 'kn-k2'}: another vocabulary than every run of this table"
+    assert r.returncode == 0 and r.stderr.count("warning") == 1 and said in r.stderr
+    assert f"**Warning: {said}" in (sweep / "results.md").read_text()
+    assert str(tmp_path / "kn") + "," not in r.stderr
 
 
 def test_a_word_list_gives_both_models_its_vocabulary(speech_corpus, tmp_path):
