@@ -70,7 +70,7 @@ def check_target(out: Path, force: bool = False) -> None:
 def export(run, out: Path, force: bool = False) -> dict:
     """Write ``run`` (an opened LSTM run, its unseen rows mapped as it was opened) to ``out``,
     atomically; what was written, for the command's line."""
-    from torch.export import Dim
+    import torch.export
 
     from lmlow.model import AWDLSTM
 
@@ -82,7 +82,8 @@ def export(run, out: Path, force: bool = False) -> dict:
                 "Python modules load")
         raise LmlowError(f"{run.run_dir}: {what}")
     check_target(out, force)
-    if not hasattr(Dim, "AUTO"):          # torch.export's dynamic sizes as used here
+    Dim = getattr(torch.export, "Dim", None)    # torch.export's dynamic sizes as used here
+    if not hasattr(Dim, "AUTO"):
         raise LmlowError(f"lmlow export needs a newer torch than {torch.__version__} (its "
                          "torch.export lacks Dim.AUTO; tested with 2.13)")
     step = LSTMStep(run.model).eval()

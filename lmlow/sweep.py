@@ -311,9 +311,9 @@ def record_plan(runs: list[Run], out: Path) -> None:
 
 
 def check_inputs(runs: list[Run], out: Path) -> None:
-    """The corpus, vectors and word list of every run still to train, checked before the sweep writes
-    anything: a missing one failed each run in turn, after the plan, the logs and the runs that
-    do not read it (``standard`` needs no vectors) had been made."""
+    """The corpus, vectors and word list of every run still to train, checked before the
+    sweep writes anything: a missing one failed each run in turn, after the plan, the logs and
+    the runs that do not read it (``standard`` needs no vectors) had been made."""
     todo = [r.settings for r in runs if not RunDir(out / r.folder).finished]
     for corpus in sorted({s["corpus"] for s in todo if s.get("corpus")}):
         check_corpus_folder(Path(corpus))

@@ -173,7 +173,7 @@ def vocab_summary(corpus: Corpus) -> dict:
     embeddings' with --extend-vocab, the list's with --vocab)."""
     vocab, train = corpus.vocab, corpus.counts("train")
     return {"vocabulary_size": len(vocab), "unk_threshold": corpus.unk_threshold,
-            "vocabulary": corpus.rule(),
+            "vocabulary": corpus.rule(), "vocab_file": corpus.vocab_file and str(corpus.vocab_file),
             "train_types": len(train.counts), "unk_count": vocab.counts[vocab.unk_id],
             "embedding_only_words": sum(1 for w in vocab.words if w not in train.counts
                                         and w not in (EOS, UNK)),
@@ -181,7 +181,7 @@ def vocab_summary(corpus: Corpus) -> dict:
 
 
 def format_vocab(s: dict) -> str:
-    listed = not s["vocabulary"].startswith("K=")
+    listed = s["vocab_file"] is not None
     return (f"vocabulary: {s['vocabulary_size']} words ({s['vocabulary']}; "
             f"{s['train_types']} word types in train; <unk> count {s['unk_count']}; "
             f"{s['embedding_only_words']} {'listed words absent from train' if listed else 'from embeddings only'})\n"
