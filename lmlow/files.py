@@ -350,12 +350,15 @@ def refuse_overwrite(paths, force: bool) -> None:
 def refuse_special(path: Path) -> None:
     """An output lmlow writes to a new file and renames over ``path``: where ``path`` is a
     device, pipe or socket (``--out /dev/null``), the rename would replace the node itself
-    (as root, /dev/null becomes a regular file for every program on the machine)."""
+    (as root, /dev/null becomes a regular file for every program on the machine); where it is
+    a folder, the rename fails. A link is replaced, never followed."""
     try:
         mode = os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         return
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+    if stat.S_ISDIR(mode):               # the rename fails on it (a traceback before)
+        raise LmlowError(f"{path}: is a folder, where lmlow writes a file; give a file path")
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         raise LmlowError(f"{path}: a device, pipe or socket; lmlow writes a new file and "
                          "renames it into place, which would replace it: give a file path")
 

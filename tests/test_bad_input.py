@@ -78,6 +78,9 @@ CASES = [
     (["vocab", "C", "--out", "P", "--force"], "P: a device, pipe or socket", None),
     (["prepare", "C/train.txt", "--out", "P", "--no-split", "--force"], "P: a device, pipe", None),
     (["embed", "C/train.txt", "--out", "P", "--force"], "P: a device, pipe or socket", None),
+    # a folder where a file goes, with --force: a traceback from the rename before
+    (["vocab", "C", "--out", "D", "--force"], "D: is a folder, where lmlow writes a file", None),
+    (["embed", "C/train.txt", "--out", "D", "--force"], "D: is a folder, where lmlow writes", None),
     (["unk", "C", "--out", "O", "--vocab", "E"], "E: no word", "O"),
     (["train", "C", "--out", "O", "--preset", "tiny", "--vocab", "X/w.txt"],
      "X/w.txt: no such vocabulary file", "O"),
