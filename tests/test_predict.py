@@ -359,3 +359,35 @@ def test_completions_are_the_next_words_that_begin_with_the_typed_prefix(runs, p
     text = lmlow("predict", kn, "the", "united", prefix, "--partial", check=True).stdout
     assert text.startswith(f"the united {prefix}* -> ")
     assert want or text.endswith("(no word of the vocabulary begins with it)\n")
+
+
+def test_contexts_through_a_pipe_are_answered_as_they_come(runs):
+    """`lmlow predict RUN --file /dev/stdin --json`, as a keyboard's or another program's
+    pipe: each context is answered before the next is written (a reader that waited for the end
+    of its input would leave the second readline waiting until the timeout), with what the
+    API gives for it."""
+    import os
+    import selectors
+    import subprocess
+    import sys
+
+    lstm, kn = runs
+    p = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "predict", lstm, "--file",
+                          "/dev/stdin", "--json", "--top", "2", "--interpolate", kn],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    wait = selectors.DefaultSelector()
+    wait.register(p.stdout, selectors.EVENT_READ)
+    mixed = InterpolatedRun(load(lstm), load(kn), reset_lines=True)   # as predict mixes
+    try:
+        for context in ("the people", "the united states of"):
+            p.stdin.write(context + "\n")
+            p.stdin.flush()
+            assert wait.select(timeout=120), "no answer before the next context was written"
+            record = json.loads(p.stdout.readline())
+            assert record["context"] == context.split()
+            assert [n["word"] for n in record["next"]] == [w for w, _ in mixed.next_words(context, 2)]
+    finally:
+        p.stdin.close()
+        p.wait(timeout=120)
+    assert p.returncode == 0, p.stderr.read()
