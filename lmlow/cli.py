@@ -225,7 +225,8 @@ def cmd_export(args) -> None:
                map_unseen_outputs=args.map_unseen_outputs)
     _model_notes(args.run_dir, run, None)
     done = export(run, args.out, args.force)
-    print(f"wrote {done['out']}: {done['words']:,} words, {done['layers']} LSTM layers, "
+    layers = "LSTM layers" if done["arch"] == "lstm" else "Transformer blocks"
+    print(f"wrote {done['out']}: {done['words']:,} words, {done['layers']} {layers}, "
           f"{done['parameters']:,} numbers, {done['bytes'] / 2**20:.1f} MiB (one step of the "
           "model for torch.export.load; docs/training.md shows the loop)")
 

@@ -1,7 +1,7 @@
-"""An LSTM run's model as one file that PyTorch alone runs (``lmlow export``): what a
-keyboard's or a recogniser's own code loads, without lmlow. The file is a ``torch.export``
-program (``.pt2``) of one step of the model as evaluation runs it (no dropout: training's),
-for any number of lines at once, with the vocabulary and the state's shape beside it:
+"""A run's model as one file that PyTorch alone runs (``lmlow export``): what a keyboard's or
+a recogniser's own code loads, without lmlow. The file is a ``torch.export`` program (``.pt2``)
+of one step of the model as evaluation runs it (no dropout: training's), for any number of
+lines at once, with the vocabulary and the state's shape beside it. For an LSTM:
 
     extra = {"vocabulary.txt": "", "lmlow.json": ""}
     step = torch.export.load("model.pt2", extra_files=extra).module()
@@ -10,9 +10,10 @@ for any number of lines at once, with the vocabulary and the state's shape besid
     lp, h, c = step(torch.full((B,), info["eos_id"]), h, c)   # a line starts after <eos>
     # lp: (B, vocabulary), ln p of each next word; feed the next words' ids the same way
 
-One step, not a sequence: ``torch.export`` unrolls the LSTM over time, so a program for
-sequences would hold one fixed length. The numbers are ``lmlow score``'s for the same line
-(tested to 2e-5).
+A Transformer's state is its memory instead (:class:`TransformerStep`): ``lmlow.json`` says
+which (``arch``) and its shapes. One step, not a sequence: ``torch.export`` unrolls the LSTM
+over time, so a program for sequences would hold one fixed length. The numbers are
+``lmlow score``'s for the same line (tested to 1e-5, relative).
 """
 from __future__ import annotations
 
@@ -60,6 +61,59 @@ class LSTMStep(nn.Module):
         return torch.log_softmax(F.linear(x[0], self.out_weight, self.out_bias), dim=-1), new_h, new_c
 
 
+class TransformerStep(nn.Module):
+    """One step of lmlow's Transformer as evaluation runs it: ``forward(ids (B,), memories,
+    filled (B,))`` -> (ln p of the next word (B, vocabulary), memories, filled). A memory is
+    one (context, B, 2 x width) tensor of keys and values per block, of which the last
+    ``filled`` positions of each line are real (the rest, zeros at the start of a line, are
+    masked out): a fixed shape, where the model's own memory grows to ``context`` positions.
+    Rotary positions depend on the difference of two positions only, so a key kept at slot j
+    of the padded memory scores as at its place in the model's."""
+
+    def __init__(self, model):
+        import copy
+
+        from lmlow.transformer import _rotary_table
+
+        super().__init__()
+        model = copy.deepcopy(model).float().cpu().eval()
+        self.encoder, self.project_in, self.blocks = model.encoder, model.project_in, model.blocks
+        self.norm, self.project_out, self.decoder = model.norm, model.project_out, model.decoder
+        self.context, self.width = model.context, model.width
+        head = model.width // model.blocks[0].heads
+        cos, sin = _rotary_table(head, model.context + 1, torch.device("cpu"), torch.float32)
+        self.register_buffer("cos", cos.clone())
+        self.register_buffer("sin", sin.clone())
+
+    def rotate(self, x: torch.Tensor, start: int) -> torch.Tensor:
+        """lmlow.transformer.rotate over positions start.. of the table made once here."""
+        L = x.shape[-2]
+        cos, sin = self.cos[start:start + L], self.sin[start:start + L]
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+    def forward(self, ids: torch.Tensor, memories: list[torch.Tensor], filled: torch.Tensor):
+        C, W = self.context, self.width
+        x = self.project_in(F.embedding(ids.unsqueeze(0), self.encoder.weight))     # (1, B, W)
+        B = x.shape[1]
+        slots = torch.arange(C + 1, device=x.device)
+        allowed = slots[None, :] >= (C - filled)[:, None]                     # (B, C + 1)
+        new_memories = []
+        for block, memory in zip(self.blocks, memories):
+            H = block.heads
+            q, kv = block.qkv(block.norm1(x)).split((W, 2 * W), dim=-1)
+            keys_values = torch.cat([memory, kv])                             # (C + 1, B, 2W)
+            q = q.reshape(1, B, H, W // H).permute(1, 2, 0, 3)
+            k, v = keys_values.view(C + 1, B, 2, H, W // H).permute(2, 1, 3, 0, 4)
+            q, k = self.rotate(q, C), self.rotate(k, 0)
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed[:, None, None, :])
+            x = x + block.proj(a.permute(2, 0, 1, 3).reshape(1, B, W))
+            x = x + block.mlp(block.norm2(x))
+            new_memories.append(keys_values[1:])
+        out = self.decoder(self.project_out(self.norm(x)))[0]
+        return torch.log_softmax(out, dim=-1), new_memories, torch.clamp(filled + 1, max=C)
+
+
 def check_target(out: Path, force: bool = False) -> None:
     """The file ``lmlow export`` may write, checked before the model is read."""
     if Path(out).suffix != ".pt2":
@@ -68,40 +122,50 @@ def check_target(out: Path, force: bool = False) -> None:
 
 
 def export(run, out: Path, force: bool = False) -> dict:
-    """Write ``run`` (an opened LSTM run, its unseen rows mapped as it was opened) to ``out``,
-    atomically; what was written, for the command's line."""
+    """Write ``run`` (an opened LSTM or Transformer run, its unseen rows mapped as it was
+    opened) to ``out``, atomically; what was written, for the command's line."""
     import torch.export
 
     from lmlow.model import AWDLSTM
+    from lmlow.transformer import TransformerLM
 
     out = Path(out)
-    if not isinstance(getattr(run, "model", None), AWDLSTM):
-        arch = getattr(getattr(run, "config", None), "arch", None)
-        what = (f"a {arch} run; only LSTM runs export" if arch else "an n-gram run; its "
-                "model.bin and model.arpa are KenLM's own formats, which KenLM's C++ and "
-                "Python modules load")
-        raise LmlowError(f"{run.run_dir}: {what}")
+    model = getattr(run, "model", None)
+    if not isinstance(model, (AWDLSTM, TransformerLM)):
+        raise LmlowError(f"{run.run_dir}: an n-gram run; its model.bin and model.arpa are "
+                         "KenLM's own formats, which KenLM's C++ and Python modules load")
     check_target(out, force)
     Dim = getattr(torch.export, "Dim", None)    # torch.export's dynamic sizes as used here
     if not hasattr(Dim, "AUTO"):
         raise LmlowError(f"lmlow export needs a newer torch than {torch.__version__} (its "
                          "torch.export lacks Dim.AUTO; tested with 2.13)")
-    step = LSTMStep(run.model).eval()
-    sizes = [rnn.lstm.hidden_size for rnn in run.model.rnns]
-    state = [torch.zeros(1, 2, n) for n in sizes]
-    lines = {1: Dim.AUTO}                 # any number of lines at once
-    program = torch.export.export(step, (torch.zeros(2, dtype=torch.long), state,
-                                         [s.clone() for s in state]),
-                                  dynamic_shapes=({0: Dim.AUTO}, [lines] * len(sizes),
-                                                  [lines] * len(sizes)))
+    lines = {1: Dim.AUTO}                       # any number of lines at once
     info = {"format": FORMAT, "eos_id": run.vocab.eos_id, "unk_id": run.vocab.unk_id,
-            "state_sizes": sizes, "run": str(Path(run.run_dir).resolve()),
-            "checkpoint": run.checkpoint,
+            "run": str(Path(run.run_dir).resolve()), "checkpoint": run.checkpoint,
             "mapped": {"inputs": bool(run.mapped_inputs), "outputs": bool(run.mapped_outputs)}}
+    ids = torch.zeros(2, dtype=torch.long)
+    if isinstance(model, AWDLSTM):
+        step = LSTMStep(model).eval()
+        sizes = [rnn.lstm.hidden_size for rnn in model.rnns]
+        state = [torch.zeros(1, 2, n) for n in sizes]
+        args = (ids, state, [s.clone() for s in state])
+        shapes = ({0: Dim.AUTO}, [lines] * len(sizes), [lines] * len(sizes))
+        info |= {"arch": "lstm", "state_sizes": sizes}
+    else:
+        step = TransformerStep(model).eval()
+        memory = [torch.zeros(model.context, 2, 2 * model.width) for _ in model.blocks]
+        args = (ids, memory, torch.zeros(2, dtype=torch.long))
+        shapes = ({0: Dim.AUTO}, [lines] * len(memory), {0: Dim.AUTO})
+        info |= {"arch": "transformer", "blocks": len(model.blocks), "context": model.context,
+                 "memory_size": 2 * model.width}
+    with torch.no_grad():
+        program = torch.export.export(step, args, dynamic_shapes=shapes)
     buffer = io.BytesIO()                 # torch.export.save names a file .pt2, a buffer not
     torch.export.save(program, buffer, extra_files={
         "vocabulary.txt": "\n".join(run.vocab.words), "lmlow.json": json.dumps(info)})
     with atomic_path(out) as tmp:
         tmp.write_bytes(buffer.getvalue())
-    return {"out": str(out), "words": len(run.vocab), "layers": len(sizes),
-            "parameters": sum(b.numel() for b in step.buffers()), "bytes": out.stat().st_size}
+    numbers = sum(t.numel() for t in (*step.parameters(), *step.buffers()))
+    return {"out": str(out), "words": len(run.vocab), "arch": info["arch"],
+            "layers": len(getattr(model, "rnns", getattr(model, "blocks", []))),
+            "parameters": numbers, "bytes": out.stat().st_size}

@@ -411,18 +411,19 @@ def _generate_parser(sub) -> None:
 
 
 def _export_parser(sub) -> None:
-    p = sub.add_parser("export", help="an LSTM run's model as one file PyTorch alone runs",
+    p = sub.add_parser("export", help="a run's model as one file PyTorch alone runs",
                        description="Write one step of RUN_DIR's model, as evaluation runs it, "
                        "as a torch.export program (.pt2) that torch.export.load runs without "
-                       "lmlow: step(ids, h, c) reads one word id per line (any number of lines "
+                       "lmlow: step(ids, *state) reads one word id per line (any number of lines "
                        "at once) and gives the natural-log probabilities of the next word and "
-                       "the new state; the file also holds the vocabulary (vocabulary.txt) and the "
-                       "ids of <eos> and <unk> and the state's sizes (lmlow.json). The numbers "
+                       "the new state (an LSTM's h and c, a Transformer's memory and how much of "
+                       "it is filled); the file also holds the vocabulary (vocabulary.txt), the "
+                       "ids of <eos> and <unk> and the state's shapes (lmlow.json). The numbers "
                        "are lmlow score's (docs/training.md).",
                        epilog="Example: lmlow export runs/ptb --out ptb.pt2 --map-unseen-outputs")
     from lmlow.runs import ModelOptions
 
-    add_run(p, "LSTM run folder", device=False)           # exported for the CPU, in fp32
+    add_run(p, "LSTM or Transformer run folder", device=False)           # exported for the CPU, in fp32
     add_output(p, "the file to write (.pt2)", force="overwrite --out if it exists")
     add_settings(p, ModelOptions, skip=("interpolate", "weight"))
     p.set_defaults(run="export")
