@@ -59,13 +59,6 @@ UNK_HELP = ("UNK rule: a word whose training count is below K becomes <unk> in e
             "(a word absent from train counts 0); 0 replaces nothing")
 
 
-def require_vectors_for_extend(extend_vocab: bool, embeddings) -> None:
-    """``--extend-vocab`` takes its words from the vectors: every command that has both flags
-    (train, ngram, vocab, unk, stats) asks here."""
-    if extend_vocab and not embeddings:
-        raise LmlowError("--extend-vocab needs --embeddings FILE")
-
-
 VOCAB_HELP = ("a fixed vocabulary: the words of FILE (one per line, the first field of each: "
               "a plain list, `lmlow vocab --out`, a lexicon or a symbol table), with <eos> and "
               "<unk>; every other word is <unk>, listed words the training text lacks are "
@@ -74,9 +67,11 @@ VOCAB_HELP = ("a fixed vocabulary: the words of FILE (one per line, the first fi
 
 def check_vocabulary_source(vocab, unk_threshold: int, extend_vocab: bool, embeddings) -> None:
     """One way to decide the vocabulary: a word list (``--vocab``) fixes it, so the UNK rule
-    and the vectors' words, which build one from the text, are refused beside it; every
-    command that reads a corpus (train, ngram, vocab, unk, stats) asks here."""
-    require_vectors_for_extend(extend_vocab, embeddings)
+    and the vectors' words, which build one from the text, are refused beside it; and
+    ``--extend-vocab`` takes its words from the vectors. Every command that reads a corpus
+    (train, ngram, vocab, unk, stats) asks here."""
+    if extend_vocab and not embeddings:
+        raise LmlowError("--extend-vocab needs --embeddings FILE")
     if vocab and unk_threshold:
         raise LmlowError(f"--vocab {vocab} fixes the vocabulary; --unk-threshold {unk_threshold} "
                          "builds one from the training text: give one of them")

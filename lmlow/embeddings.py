@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lmlow.data.textio import decode_line, open_binary
+from lmlow.data.textio import decode_line, numbered_lines, open_binary
 from lmlow.errors import LmlowError
 from lmlow.files import require_regular
 
@@ -89,7 +89,7 @@ def check_text_vectors(path: Path, header: bool) -> None:
     """Scan a text vector file and raise at the first malformed line."""
     dim = None
     with open_binary(path) as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in numbered_lines(path, f):
             fields = decode_line(path, lineno, raw).rstrip("\n").split(" ")
             fields = [x for x in fields if x]
             if header and lineno == 1:
@@ -128,7 +128,7 @@ def _check_duplicates(path: Path, kv, header: bool) -> None:
     numbers than the others from what it has: a user should hear about both, with the line."""
     seen = set()
     with open_binary(path) as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in numbered_lines(path, f):
             if header and lineno == 1:
                 continue
             fields = raw.split()

@@ -27,6 +27,8 @@ import torch.nn.functional as F
 
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_path, refuse_overwrite
+from lmlow.model import AWDLSTM
+from lmlow.transformer import TransformerLM, _rotary_table, turn
 
 FORMAT = 1
 GATES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
@@ -73,8 +75,6 @@ class TransformerStep(nn.Module):
     def __init__(self, model):
         import copy
 
-        from lmlow.transformer import _rotary_table
-
         super().__init__()
         model = copy.deepcopy(model).float().cpu().eval()
         self.encoder, self.project_in, self.blocks = model.encoder, model.project_in, model.blocks
@@ -88,9 +88,7 @@ class TransformerStep(nn.Module):
     def rotate(self, x: torch.Tensor, start: int) -> torch.Tensor:
         """lmlow.transformer.rotate over positions start.. of the table made once here."""
         L = x.shape[-2]
-        cos, sin = self.cos[start:start + L], self.sin[start:start + L]
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+        return turn(x, self.cos[start:start + L], self.sin[start:start + L])
 
     def forward(self, ids: torch.Tensor, memories: list[torch.Tensor], filled: torch.Tensor):
         C, W = self.context, self.width
@@ -125,9 +123,6 @@ def export(run, out: Path, force: bool = False) -> dict:
     """Write ``run`` (an opened LSTM or Transformer run, its unseen rows mapped as it was
     opened) to ``out``, atomically; what was written, for the command's line."""
     import torch.export
-
-    from lmlow.model import AWDLSTM
-    from lmlow.transformer import TransformerLM
 
     out = Path(out)
     model = getattr(run, "model", None)

@@ -73,7 +73,13 @@ def rotate(x: torch.Tensor, start: int = 0) -> torch.Tensor:
     # one table per power of two of positions, so sampling (one more position each step)
     # does not make a table per length; a position's values do not depend on the table's size
     cos, sin = _rotary_table(d, max(256, 1 << (start + L - 1).bit_length()), x.device, x.dtype)
-    cos, sin = cos[start:start + L], sin[start:start + L]
+    return turn(x, cos[start:start + L], sin[start:start + L])
+
+
+def turn(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """The rotation itself: the pairs of dimensions of ``x`` (..., L, d) turned by the angles
+    whose cosines and sines are ``cos``, ``sin`` (L, d/2) (lmlow export's step calls it with
+    a table it keeps)."""
     x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
 
