@@ -159,15 +159,16 @@ def cmd_eval(args) -> None:
 
 
 def cmd_score(args) -> None:
+    from lmlow.data.textio import is_stream
     from lmlow.evaluate import ScoreTotals
     from lmlow.runs import ScoreOptions, open_scorer
 
     opts = ScoreOptions(**settings_from(args, ScoreOptions))
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     _model_notes(args.run_dir, run, name if opts.interpolate else None)
-    totals = ScoreTotals()
+    totals, stream = ScoreTotals(), is_stream(args.file)   # a pipe's writer awaits each answer
     for record in run.score_file(args.file, raw=opts.raw, ids=opts.ids):
-        print(json.dumps(totals.add(record)))
+        print(json.dumps(totals.add(record)), flush=stream)
     print(f"lmlow: {args.file}: {totals.text()}", file=sys.stderr)
 
 

@@ -9,7 +9,6 @@ scored exactly once.
 from __future__ import annotations
 
 import copy
-import itertools
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ import numpy as np
 
 from lmlow.config import Config
 from lmlow.data.corpus import Corpus
-from lmlow.data.textio import EOS, iter_keyed_lines
+from lmlow.data.textio import EOS, blocks, is_stream, iter_keyed_lines
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 
@@ -244,10 +243,18 @@ class Scorer(ABC):
         natural-log and log10 probabilities, OOV flags and totals). Each line is scored from a
         fresh state, as :meth:`score` scores it, but ``lines_at_once`` lines go to the model
         together (an LSTM scores them side by side: an n-best list of thousands of lines no
-        longer runs the model once per line). ``raw`` and ``ids``: as :meth:`file_lines` reads
-        them (a line left with no word is scored as its end alone)."""
-        lines = self.file_lines(path, raw, ids, lines_at_once)
-        while block := list(itertools.islice(lines, lines_at_once)):
+        longer runs the model once per line); from a pipe, the lines that have arrived go
+        together, so a writer waiting for its answers gets them (:func:`blocks`). ``raw``: the
+        text is tokenised as the corpus was (:meth:`tokenise`); ``ids``: each line's first
+        field is its identifier (an n-best list's ``utt7-3``), not a word. A line left with no
+        word is scored as its end alone."""
+        if raw:
+            self.preparation()                    # no record: refused before the file is read
+        text = iter_keyed_lines(path, raw, ids)
+        for block in blocks(text, lines_at_once, stream=is_stream(path)):
+            if raw:
+                block = [(n, key, words) for (n, key, _), words in
+                         zip(block, self.tokenise(t for _, _, t in block))]
             words = [tokens + [EOS] for _, _, tokens in block]
             token_ids = np.array(self.vocab.encode([w for line in words for w in line]),
                                  dtype=np.int64)
@@ -261,21 +268,6 @@ class Scorer(ABC):
                           "oov": [w not in self.vocab for w in line],
                           "total_logprob": round(sum(ln), 6),
                           "total_log10prob": round(sum(ln) / LN10, 6)})
-
-    def file_lines(self, path: Path, raw: bool = False, ids: bool = False,
-                   lines_at_once: int = 1024) -> Iterator[tuple[int, str | None, list[str]]]:
-        """(line number, identifier, words) of each non-blank line of ``path``: its words split
-        on spaces, or with ``raw`` its text tokenised as the corpus was (:meth:`tokenise`, in
-        blocks); with ``ids`` the line's first field is its identifier (an n-best list's
-        ``utt7-3``), not a word, else the identifier is None."""
-        if not raw:
-            yield from iter_keyed_lines(path, raw, ids)
-            return
-        self.preparation()                        # no record: refused before the file is read
-        text = iter_keyed_lines(path, raw, ids)
-        while block := list(itertools.islice(text, lines_at_once)):
-            yield from ((n, key, words) for (n, key, _), words in
-                        zip(block, self.tokenise(t for _, _, t in block)))
 
 
 @dataclass

@@ -210,6 +210,49 @@ def test_a_file_scored_in_blocks_of_lines_is_each_line_scored_alone(runs, tmp_pa
         assert r["total_logprob"] == pytest.approx(sum(p for _, p, _ in alone), abs=1e-5)
 
 
+
+def test_lines_through_a_pipe_are_scored_as_they_come(runs, tmp_path):
+    """`lmlow score RUN /dev/stdin`, as a recogniser sends one utterance's n-best list and
+    waits for its scores: the lines written so far are answered before more are written (a
+    reader that waited for 1,024 lines would leave readline waiting until the timeout), with
+    the numbers a file gives; a bad line later ends the run in one line naming /dev/stdin and
+    the line, after the answers before it."""
+    import os
+    import selectors
+    import subprocess
+    import sys
+
+    lstm, _ = runs
+    utterances = [["utt1-1 the people of this nation", "utt1-2 the people of the nation"],
+                  ["utt2-1 we the people"]]
+    f = tmp_path / "nbest.txt"
+    f.write_text("".join(line + "\n" for lines in utterances for line in lines))
+    want = list(load(lstm).score_file(f, ids=True))
+    p = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "score", lstm, "/dev/stdin", "--ids"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         bufsize=0, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    wait = selectors.DefaultSelector()      # unbuffered: readline takes no more than its line
+    wait.register(p.stdout, selectors.EVENT_READ)
+    got = []
+    try:
+        for lines in utterances:
+            p.stdin.write("".join(line + "\n" for line in lines).encode())
+            for _ in lines:
+                assert wait.select(timeout=120), "no answer before the next utterance was written"
+                got.append(json.loads(p.stdout.readline()))
+        p.stdin.write(b"utt3-1 a line with <eos> inside\n")
+    finally:
+        p.stdin.close()
+        p.wait(timeout=120)
+    assert [(g["line"], g["id"], g["words"], g["oov"]) for g in got] == \
+        [(w["line"], w["id"], w["words"], w["oov"]) for w in want]
+    for g, w in zip(got, want):
+        assert g["logprob"] == pytest.approx(w["logprob"], abs=2e-6)
+    assert p.returncode == 1 and p.stdout.read() == b""
+    assert p.stderr.read().decode().strip().splitlines()[-1] == \
+        "lmlow: error: /dev/stdin:4: contains the reserved token <eos>; lines end implicitly, remove it"
+
+
 RAW = ('The United States, in 1794, have "directed" the Officers.\n'
        "\n"
        "<eos> and $1,000.50 wasn't trivial\n"

@@ -10,10 +10,11 @@ every line when the text is read, so ``<eos>`` itself may not appear in the text
 from __future__ import annotations
 
 import gzip
+import itertools
 import stat
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from lmlow.errors import LmlowError
 
@@ -35,6 +36,67 @@ def open_binary(path: Path):
         return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
     except OSError as e:
         raise LmlowError(f"{path}: cannot open ({e.strerror or e})") from None
+
+
+def is_stream(path: Path) -> bool:
+    """A pipe (``/dev/stdin`` fed by one, ``<(zcat ...)``, a FIFO): text that arrives over
+    time, from a writer that may wait for answers before it writes more."""
+    try:
+        return stat.S_ISFIFO(Path(path).stat().st_mode)
+    except OSError:
+        return False
+
+
+def blocks(items: Iterable, most: int, stream: bool = False) -> Iterator[list]:
+    """Lists of up to ``most`` consecutive items. From a file, every list but the last holds
+    ``most``, so a file is always cut the same way. From a ``stream``, each holds what has
+    arrived (at least one item): a program that writes a recogniser's n-best list for one
+    utterance and waits for its scores gets them, where full lists would wait for lines it
+    never sends. A thread reads ahead (at most ``most`` items); an error it meets is raised
+    here after the items before it."""
+    if not stream:
+        it = iter(items)
+        while block := list(itertools.islice(it, most)):
+            yield block
+        return
+    import queue
+    import threading
+
+    arrived, end = queue.Queue(maxsize=most), object()
+
+    def read() -> None:
+        try:
+            for item in items:
+                arrived.put(item)
+            arrived.put(end)
+        except BaseException as e:       # noqa: BLE001 - re-raised by the consumer
+            arrived.put(_Raised(e))
+
+    threading.Thread(target=read, daemon=True, name="lmlow-reader").start()
+    while True:
+        block = [arrived.get()]
+        while len(block) < most and not isinstance(block[-1], _Raised) and block[-1] is not end:
+            try:
+                block.append(arrived.get_nowait())
+            except queue.Empty:
+                break
+        last = block[-1]
+        done = last is end or isinstance(last, _Raised)
+        if done:
+            block.pop()
+        if block:
+            yield block
+        if isinstance(last, _Raised):
+            raise last.error
+        if done:
+            return
+
+
+class _Raised:
+    """An exception the reader thread met, carried to the consumer in order."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
 
 
 MAX_LINE = 1 << 26     # 64 MiB: a longer line is not line-based text
