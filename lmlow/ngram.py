@@ -175,7 +175,8 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
         os.replace(arpa, run.arpa)
         os.replace(binary_file, run.binary)
         atomic_write_json(run.summary_file, {"run_dir": str(out_dir), "kind": NGRAM,
-                                             "train_seconds": cfg.train_seconds})
+                                             "train_seconds": cfg.train_seconds,
+                                             "vocabulary_digest": vocab.digest()})
     finally:
         for p in (text, raw_arpa, arpa, binary_file, *out_dir.glob(run.LMPLZ_TMP + "*")):
             p.unlink(missing_ok=True)

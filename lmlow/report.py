@@ -136,12 +136,9 @@ def foreign_baselines(rows: list[dict], baselines: list[Path]) -> str | None:
     """The baselines whose vocabulary is that of no run of the table: their perplexity is
     over other tokens (another K, another word list, other vectors' words), so the row is no
     comparison. Judged where both sides still have their ``vocab.txt`` (a committed table
-    leaves it out)."""
-    from lmlow.data.vocab import Vocabulary
-
+    leaves it out, but its ``summary.json`` keeps the list's hash)."""
     def words(run_dir) -> str | None:
-        path = RunDir(run_dir).vocab
-        return Vocabulary.load(path).digest() if path.is_file() else None
+        return RunDir(run_dir).vocabulary_digest()
 
     table = {words(r) for row in rows for r in row.get("runs", ())} - {None}
     foreign = [str(b) for b in baselines if table and words(b) not in table | {None}]

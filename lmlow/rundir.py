@@ -256,6 +256,17 @@ class RunDir:
     def finished(self) -> bool:
         return self.summary_file.exists()
 
+    def vocabulary_digest(self) -> str | None:
+        """What this run's perplexities are over: the hash of its word list (:meth:`Vocabulary.
+        digest`), from ``vocab.txt``, else from ``summary.json`` (a committed run folder leaves
+        ``vocab.txt`` out); None for a run that has neither (one from before lmlow kept it)."""
+        from lmlow.data.vocab import Vocabulary
+
+        if self.vocab.is_file():
+            return Vocabulary.load(self.vocab).digest()
+        digest = read_json(self.summary_file).get("vocabulary_digest") if self.finished else None
+        return digest if isinstance(digest, str) else None
+
     # what the readers of summary.json use as numbers (report, sweep --status, claims.py)
     SUMMARY_NUMBERS = ("train_seconds", "best_valid_ppl", "tokens_per_s", "epochs", "steps",
                        "trainable", "frozen")

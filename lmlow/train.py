@@ -730,7 +730,7 @@ class Trainer:
                 "precision": precision_name(self.amp_dtype),
                 **({"precisions": self.state.precisions} if len(self.state.precisions) > 1 else {}),
                 "device": device_name(self.device), "torch": torch.__version__,
-                **self.init_report}
+                "vocabulary_digest": self.vocab.digest(), **self.init_report}
 
 
 def _saved_mask(ck: dict | None):

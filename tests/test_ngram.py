@@ -319,6 +319,11 @@ def test_report_takes_one_baseline_row_per_data_size(speech_corpus, tmp_path):
     assert r.returncode == 0 and r.stderr.count("warning") == 1 and said in r.stderr
     assert f"**Warning: {said}" in (sweep / "results.md").read_text()
     assert str(tmp_path / "kn") + "," not in r.stderr
+    # as committed (no vocab.txt anywhere): the hashes in summary.json still tell
+    for words in [*sweep.glob("*/vocab.txt"), tmp_path / "kn" / "vocab.txt", tmp_path / "kn-k2" / "vocab.txt"]:
+        words.unlink()
+    r = lmlow("report", sweep, "--baseline", tmp_path / "kn", "--baseline", tmp_path / "kn-k2")
+    assert r.returncode == 0 and r.stderr.count("warning") == 1 and said in r.stderr, r.stderr
 
 
 def test_a_word_list_gives_both_models_its_vocabulary(speech_corpus, tmp_path):

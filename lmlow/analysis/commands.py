@@ -299,18 +299,17 @@ def read_config(run_dir: Path) -> dict:
 
 def measured_over(run: Path) -> tuple[str, str] | None:
     """What a run's validation perplexities are over: the validation text (its sha256 in
-    ``data.json``) and the vocabulary (``vocab.txt``, hashed); None if a file is missing or
-    not what lmlow writes (a note is not worth a refusal)."""
-    import hashlib
-
+    ``data.json``) and the vocabulary (:meth:`RunDir.vocabulary_digest`); None if either is
+    missing or not what lmlow writes (a note is not worth a refusal)."""
     folder = RunDir(run)
-    if not (folder.data_file.is_file() and folder.vocab.is_file()):
+    if not folder.data_file.is_file():
         return None
     try:
         valid = folder.recorded_fingerprint().get("valid", {}).get("sha256")
+        words = folder.vocabulary_digest()
     except LmlowError:
         return None
-    return None if valid is None else (valid, hashlib.sha256(folder.vocab.read_bytes()).hexdigest())
+    return None if valid is None or words is None else (valid, words)
 
 
 def note_if_not_comparable(run_dirs) -> None:
