@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     low = torch.empty(rows, V, dtype=mm)
     ht, gwt, gh = torch.cat([h.t(), torch.ones(1, rows, dtype=mm)]), torch.zeros(d + 1, V), torch.empty(rows, d)
     gflop = 2 * rows * d * V / 1e9
-    block = L.vocab_blocks(V, mm, torch.device("cpu"))
+    block = L.vocab_blocks(V, mm, torch.device("cpu"), rows)
     parts = [("logits = h W^T", lambda: torch.mm(h, w.t(), out=low), gflop),
              ("+ bias", lambda: logits.add_(b), None),
              ("softmax", lambda: torch.softmax(logits, -1, out=probs), None),

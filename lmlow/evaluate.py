@@ -308,7 +308,13 @@ def top_words(vocab: Vocabulary, logprobs: np.ndarray, top: int = 10,
     ids = vocab.ids_with_prefix(prefix) if prefix else np.arange(len(lp))
     if not include_unk:
         ids = ids[ids != vocab.unk_id]
-    order = ids[np.argsort(-lp[ids], kind="stable")[:top]]
+    scores = lp[ids]
+    if 0 < top < len(ids):       # only the words from the top-th score up are sorted: a full
+        kth = np.partition(scores, len(scores) - top)[len(scores) - top]   # sort cost 1 ms at 12k
+        if not np.isnan(kth):
+            keep = np.flatnonzero(scores >= kth)              # ties kept, in their order
+            ids, scores = ids[keep], scores[keep]
+    order = ids[np.argsort(-scores, kind="stable")[:top]]
     return [(vocab.words[i], float(lp[i])) for i in order.tolist()]
 
 

@@ -25,6 +25,7 @@ import torch
 
 LOGIT_CHUNK_ELEMENTS = 1 << 26   # logits computed at once (256 MB of fp32)
 VOCAB_BLOCK = 256   # words per fp32 matmul on a CPU (:func:`vocab_blocks`)
+BLOCK_ROWS = 2      # one row (a keyboard's next word) takes the vocabulary in one call
 
 _SCRATCH: dict = {}
 
@@ -51,16 +52,21 @@ def scratch(slot: str, shape: tuple[int, int], dtype: torch.dtype,
     return buf[:rows]
 
 
-def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device) -> int | None:
+def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
+                 rows: int) -> int | None:
     """How many words each of the loss's two matmuls with a (rows, V) side (the logits, and
-    d loss / d W) takes at a time. On a CPU in fp32: ``VOCAB_BLOCK`` words a call, so that W's
-    slice stays in cache; at 61k words the logits ran 1.05-1.40x and d loss / d W 1.11-1.29x
-    as fast on an AMD EPYC core without AVX-512 (scoring 1.35x), and the loss, its gradients
-    and the scores came out the same to the bit (each value is still one sum over d or over
-    the rows; BENCHMARKS.md, "The loss in blocks of words"). None (one call) elsewhere: on a
-    GPU more calls are only more launches, and bf16 runs oneDNN's kernels, not measured
-    blocked."""
-    if device.type == "cpu" and dtype == torch.float32 and vocab > 2 * VOCAB_BLOCK:
+    d loss / d W) takes at a time. On a CPU in fp32, from ``BLOCK_ROWS`` rows up:
+    ``VOCAB_BLOCK`` words a call, so that W's slice stays in cache while the rows pass over it;
+    at 61k words the logits ran 1.05-1.40x and d loss / d W 1.11-1.29x as fast on an AMD EPYC
+    core without AVX-512 (scoring 1.35x), and the loss, its gradients and the scores came out
+    the same to the bit (each value is still one sum over d or over the rows; BENCHMARKS.md,
+    "The loss in blocks of words"). One row (a keyboard's next word) reuses no slice, and a
+    call per block only adds its overhead: one call was 1.14-1.96x as fast (BENCHMARKS.md,
+    "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). None
+    (one call) elsewhere too: on a GPU more calls are only more launches, and bf16 runs
+    oneDNN's kernels, not measured blocked."""
+    if (device.type == "cpu" and dtype == torch.float32 and vocab > 2 * VOCAB_BLOCK
+            and rows >= BLOCK_ROWS):
         return VOCAB_BLOCK
     return None
 
@@ -150,7 +156,7 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
             if need_b and not fold_b else None
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         prior = prior.float() if eps else None
-        block = vocab_blocks(weight.size(0), mm, h.device)
+        block = vocab_blocks(weight.size(0), mm, h.device, min(rows, h.size(0)))
         with torch.autocast(h.device.type, enabled=False):
             for i in range(0, h.size(0), rows):
                 hc, yc = h[i:i + rows].to(mm), y[i:i + rows].unsqueeze(1)

@@ -217,7 +217,7 @@ def scaled_logits(decoder: nn.Linear, output: torch.Tensor, bias_scale: float = 
         if bias_scale == 1.0:
             return decoder(output)
         return F.linear(output, decoder.weight) + bias_scale * decoder.bias
-    block = vocab_blocks(decoder.weight.size(0), output.dtype, output.device)
+    block = vocab_blocks(decoder.weight.size(0), output.dtype, output.device, output.size(0))
     if bias_scale == 1.0:                    # what nn.Linear does for a 2-d input, into out
         return logits_into(out, output, decoder.weight, block, bias=decoder.bias)
     return logits_into(out, output, decoder.weight, block).add_(bias_scale * decoder.bias)

@@ -119,3 +119,16 @@ def test_the_scoring_benchmarks_run(script, args, tmp_path):
     assert {p.name for p in (tmp_path / "work").iterdir()} >= {"lstm", "kn5"}
     if script == "predict_speed.py":
         assert float(out.split("torch.export.load): ")[1].split()[0]) > 0
+
+
+def test_logits_rows_compares_blocks_with_one_call_and_names_lmlows_pick():
+    """One row per vocabulary and row count, both timings positive, the two ways the same to
+    the bit, and lmlow's pick: one call for one row, blocks from lmlow.loss.BLOCK_ROWS."""
+    from lmlow.loss import BLOCK_ROWS
+
+    out = run("logits_rows.py", "--vocab", "600", "--dim", "8", "--rows", "1", str(BLOCK_ROWS),
+              "--repeats", "1")
+    rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| 600")]
+    assert [int(r[1]) for r in rows] == [1, BLOCK_ROWS]
+    assert all(float(r[2]) > 0 and float(r[3]) > 0 and r[5].strip() == "True" for r in rows)
+    assert [r[6].strip() for r in rows] == ["one call", "blocks"]

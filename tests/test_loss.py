@@ -139,7 +139,8 @@ def test_loss_and_gradients_equal_autograd_cross_entropy(monkeypatch, eps, kind,
         monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * chunk_rows)
     if vocab_block:
         monkeypatch.setattr(lmlow.loss, "VOCAB_BLOCK", vocab_block)
-    assert (lmlow.loss.vocab_blocks(V, torch.float32, torch.device("cpu")) is None) \
+        monkeypatch.setattr(lmlow.loss, "BLOCK_ROWS", 1)     # blocks for chunks of any rows
+    assert (lmlow.loss.vocab_blocks(V, torch.float32, torch.device("cpu"), 1) is None) \
         == (vocab_block is None)                      # the blocks are taken where asked for
     m, (h, y), prior = untied(), inputs(), make_prior(kind)
     prior_arg = prior.float() if prior is not None else None

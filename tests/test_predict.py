@@ -134,6 +134,28 @@ def test_next_words_are_the_most_probable_first_without_unk(runs):
         run.next_words(["the", "<eos>"])
 
 
+@pytest.mark.parametrize("top", [1, 3, 10, 500])
+def test_the_top_words_are_those_of_a_full_sort_ties_in_vocabulary_order(top):
+    """top_words sorts only the words from its top-th score up: what it lists equals a full
+    sort by probability, ties in vocabulary order (many ties here: scores on a coarse grid),
+    with and without <unk>, for completions of a prefix, and for more words than there are."""
+    from lmlow.data.vocab import Vocabulary
+    from lmlow.evaluate import top_words
+
+    rng = np.random.default_rng(top)
+    words = ["<eos>", "<unk>"] + [f"{c}{i}" for i in range(200) for c in "ab"]
+    vocab = Vocabulary(words, [1] * len(words))
+    lp = np.round(rng.normal(-8, 1, len(words)), 1)
+    lp[[1, 5, 9]] = lp.max()                       # <unk> among the words tied for first
+    for include_unk in (False, True):
+        for prefix in ("", "a1", "b19"):
+            ids = [i for i, w in enumerate(words) if w.startswith(prefix)
+                   and (include_unk or w != "<unk>")]
+            want = sorted(ids, key=lambda i: -lp[i])[:top]         # sorted() is stable
+            got = top_words(vocab, lp, top, include_unk=include_unk, prefix=prefix)
+            assert got == [(words[i], float(lp[i])) for i in want]
+
+
 def test_the_command_lists_what_the_api_gives(runs, tmp_path):
     lstm, kn = runs
     r = lmlow("predict", lstm, "--top", "3", "the", "people", "--json")    # an option between
