@@ -90,11 +90,13 @@ def _argument(cls, f, default) -> dict:
     """argparse's keywords for the flag of field ``f``: type, action, help with range."""
     meta = dict(f.metadata)
     limit = getattr(cls, "RANGES", {}).get(f.name)
-    limit = f"; {describe_range(limit)}" if limit else ""
     choices = getattr(cls, "CHOICES", {}).get(f.name)
-    choice = f"; one of {', '.join(choices)}" if choices else ""
-    kw = {"default": None, "dest": f.name,
-          "help": f"{meta.get('help', '')} (default: {_shown(default)}{limit}{choice})"}
+    text = meta.get("help", "")
+    said = "(default:" in text              # a default that needs words says so itself
+    notes = [None if said else f"default: {_shown(default)}",
+             limit and describe_range(limit), choices and f"one of {', '.join(choices)}"]
+    notes = "; ".join(n for n in notes if n)
+    kw = {"default": None, "dest": f.name, "help": f"{text} ({notes})" if notes else text}
     if meta.get("metavar"):
         kw["metavar"] = meta["metavar"]
     if meta.get("parse"):

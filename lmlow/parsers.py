@@ -94,7 +94,7 @@ def _unk_parser(sub) -> None:
 def _stats_parser(sub) -> None:
     p = sub.add_parser("stats", help="rare-word statistics, UNK/OOV rates, embedding coverage",
                        description="Rare-word statistics of a corpus (Kummerfeld et al. 2020, "
-                       "Table 4: %% of types/tokens occurring five times or fewer), the share of "
+                       "Table 4: % of types/tokens occurring five times or fewer), the share of "
                        "types/tokens the UNK rule replaces for several K (Table 3), OOV rates of "
                        "valid/test, and coverage by an embedding file.")
     add_corpus(p, "whose coverage of the corpus to report")

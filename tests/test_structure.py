@@ -298,7 +298,8 @@ SETTINGS = [("train", "lmlow.config", "Config", ("corpus", "preset")),
 @pytest.mark.parametrize("command, module, name, skip", SETTINGS, ids=[s[2] for s in SETTINGS])
 def test_every_settings_field_is_a_flag_showing_its_default(command, module, name, skip):
     """Each field of the command's settings dataclass is one of its flags, and the help states
-    the field's own default (and range): the default is written once, in the dataclass.
+    the field's own default (and range) once: the default is written once, in the dataclass,
+    and one that needs words (`--prune`'s "no pruning") is not followed by "(default: none)".
     (Checked: a parser default set for `split` fails it for three dataclasses.)"""
     import importlib
 
@@ -313,7 +314,10 @@ def test_every_settings_field_is_a_flag_showing_its_default(command, module, nam
             continue
         action = actions[f.name]
         assert action.default is None, f.name            # unset flags leave the field's default
-        assert f"(default: {_shown(f.default)}" in action.help, (f.name, action.help)
+        if "(default:" in f.metadata["help"]:              # said in words (--prune: "no pruning")
+            assert action.help.count("(default:") == 1, (f.name, action.help)
+        else:
+            assert f"(default: {_shown(f.default)}" in action.help, (f.name, action.help)
         limit = getattr(cls, "RANGES", {}).get(f.name)
         if limit:
             from lmlow.config import describe_range
@@ -544,3 +548,16 @@ def test_every_committed_shell_script_parses():
     for path in scripts:
         checked = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
         assert checked.returncode == 0, f"{path.relative_to(ROOT)}: {checked.stderr.strip()}"
+
+
+def test_every_help_reads_as_written():
+    """Every command's --help as a user sees it: no `%%` left from a description (argparse
+    formats help strings, not descriptions) and no flag whose default is given twice."""
+    import re
+
+    from lmlow.parsers import build_parser
+
+    for name, sub in build_parser()._subparsers._group_actions[0].choices.items():
+        text = sub.format_help()
+        assert "%%" not in text, name
+        assert not re.search(r"\(default: [^()]*\) \(default:", text), name
