@@ -4,8 +4,9 @@ keyboard's loop over a line. Builds a real run of the ``--preset``'s size on the
 corpus (``lmlow train --max-epochs 0``: the untrained model, whose cost is the trained one's)
 and a KenLM 5-gram of it, then over ``--lines`` lines of its valid split measures, per word:
 the reader fed that word and asked for its 10 most probable next words, against
-``next_words`` re-reading the whole line so far (what the command does for each context); and
-the LSTM as `lmlow export` writes it, stepped by PyTorch alone.
+``next_words`` re-reading the whole line so far, and `lmlow predict --file`'s loop
+(``lmlow.predict.predictions``) given each start of each line as a context, which it reads on
+from the context before; and the LSTM as `lmlow export` writes it, stepped by PyTorch alone.
 
 Usage: python benchmarks/predict_speed.py [--preset small] [--lines 20] [--threads 1]
        [--work DIR]
@@ -19,8 +20,10 @@ import time
 from bundled_runs import CORPUS, arguments, bundled_runs
 
 
-def per_word(scorer, lines: list[list[str]]) -> tuple[float, float]:
-    """(ms per word with a reader fed word by word, ms per word re-reading the line)."""
+def per_word(scorer, lines: list[list[str]]) -> tuple[float, float, float]:
+    """ms per word: a reader fed word by word, re-reading the line, `lmlow predict`'s loop."""
+    from lmlow.predict import predictions
+
     t0, words = time.perf_counter(), 0
     for line in lines:
         reader = scorer.reader()
@@ -32,7 +35,12 @@ def per_word(scorer, lines: list[list[str]]) -> tuple[float, float]:
     for line in lines:
         for i in range(1, len(line) + 1):
             scorer.next_words(line[:i], 10)
-    return incremental, (time.perf_counter() - t0) * 1000 / words
+    again = (time.perf_counter() - t0) * 1000 / words
+    t0 = time.perf_counter()
+    for _ in predictions(scorer, ((None, None, line[:i]) for line in lines
+                                  for i in range(1, len(line) + 1))):
+        pass
+    return incremental, again, (time.perf_counter() - t0) * 1000 / words
 
 
 def main(argv=None) -> int:
@@ -47,12 +55,14 @@ def main(argv=None) -> int:
                  if line.split()][:args.lines]
         words = sum(map(len, lines))
         print(f"{len(lstm.vocab.words):,} words, {args.lines} lines ({words} words), threads "
-              f"{torch.get_num_threads()}; ms per word typed: reader, re-reading the line")
+              f"{torch.get_num_threads()}; ms per word typed: reader, re-reading the line, "
+              "lmlow predict's loop")
         for name, scorer in ((f"LSTM ({args.preset})", lstm), ("KenLM 5-gram", kn),
                              ("mixture", lmlow.interpolate(lstm, kn, weight=0.5))):
             scorer.next_words("the", 10)                             # warm-up
-            incremental, again = per_word(scorer, lines)
-            print(f"{name:>14}: {incremental:7.2f} {again:7.2f}  ({again / incremental:.1f}x)")
+            incremental, again, command = per_word(scorer, lines)
+            print(f"{name:>14}: {incremental:7.2f} {again:7.2f} {command:7.2f}  "
+                  f"({again / incremental:.1f}x)")
         step = exported_step(lstm, lstm.run_dir.parent / "lstm.pt2", lines)
         print(f"exported LSTM step (lmlow export, torch.export.load): {step:7.2f} ms per word")
     return 0

@@ -358,6 +358,29 @@ class LineReader(ABC):
         return other
 
 
+class ContextReaders:
+    """Readers left at the end of each context asked so far, each context a start of the
+    next: a keyboard's contexts grow a word at a time (`the`, `the stock`, `the stock market`)
+    or back up, and each is read on from the longest of them it begins with, one step per new
+    word, instead of from the start of the line (`lmlow predict --file`). A context that
+    begins with none of them starts from the line's start; the numbers are those of a fresh
+    reader (:meth:`Scorer.next_logprobs`), the reading cut in other places."""
+
+    KEPT = 64     # readers kept along one line: a very long line holds no more states
+
+    def __init__(self, scorer: "Scorer"):
+        self.root, self.path = scorer.reader(), []      # [(words, reader)], each a prefix of the next
+
+    def at(self, words: list[str]) -> LineReader:
+        """A reader that has read ``words`` (the reader kept for them: do not feed it)."""
+        self.path = [(w, r) for w, r in self.path if words[:len(w)] == w]
+        known, reader = self.path[-1] if self.path else ([], self.root)
+        if len(words) > len(known):
+            reader = reader.fork().feed(words[len(known):])
+            self.path = (self.path + [(list(words), reader)])[-self.KEPT:]
+        return reader
+
+
 def line_words(text: str | list[str]) -> list[str]:
     """A line's words: a text split at white space, or a list of words as given."""
     return text.split() if isinstance(text, str) else list(text)

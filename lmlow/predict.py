@@ -12,7 +12,7 @@ from typing import Iterable, Iterator
 
 from lmlow.config import setting
 from lmlow.errors import LmlowError
-from lmlow.evaluate import context_words
+from lmlow.evaluate import ContextReaders, context_words
 from lmlow.runs import ScoreOptions
 
 
@@ -54,7 +54,9 @@ def predictions(scorer, items: Iterable[tuple[int | None, str | None, list[str] 
     """One record per context: its words (with ``raw``, as the context's text tokenised
     reads), which of them are out of the vocabulary (read as ``<unk>``), and the ``top`` next
     words with their probability and natural-log probability; with ``partial`` the last word
-    is the ``prefix`` being typed, and only the words it begins are listed."""
+    is the ``prefix`` being typed, and only the words it begins are listed. A context that
+    begins with one asked before is read on from there (:class:`ContextReaders`)."""
+    readers = ContextReaders(scorer)
     for line, key, context in items:
         words, prefix = scorer.words(context, raw), ""
         if partial:
@@ -67,8 +69,8 @@ def predictions(scorer, items: Iterable[tuple[int | None, str | None, list[str] 
         record |= {"context": words, "oov": [w not in scorer.vocab for w in words],
                    **({"prefix": prefix} if partial else {}),
                    "next": [{"word": w, "prob": round(math.exp(lp), 8), "logprob": round(lp, 6)}
-                            for w, lp in scorer.next_words(words, top, include_unk,
-                                                           prefix=prefix)]}
+                            for w, lp in readers.at(words).next_words(top, include_unk,
+                                                                      prefix=prefix)]}
         yield record
 
 

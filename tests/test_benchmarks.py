@@ -117,7 +117,8 @@ def test_the_scoring_benchmarks_run(script, args, tmp_path):
     assert [name.strip().split()[0] for name, _ in rows] == ["LSTM", "KenLM", "mixture"]
     assert all(float(v) > 0 for _, numbers in rows for v in numbers.split()[:2])
     assert {p.name for p in (tmp_path / "work").iterdir()} >= {"lstm", "kn5"}
-    if script == "predict_speed.py":
+    if script == "predict_speed.py":                 # and lmlow predict's loop
+        assert all(float(numbers.split()[2]) > 0 for _, numbers in rows)
         assert float(out.split("torch.export.load): ")[1].split()[0]) > 0
 
 

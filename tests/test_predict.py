@@ -134,6 +134,33 @@ def test_next_words_are_the_most_probable_first_without_unk(runs):
         run.next_words(["the", "<eos>"])
 
 
+@pytest.mark.parametrize("kind", ["lstm", "transformer", "ngram", "mixture"])
+def test_contexts_read_on_from_the_one_before_list_what_a_fresh_read_lists(runs, transformer,
+                                                                           kind):
+    """`predict --file` reads a context that begins with one asked before on from there (a
+    keyboard's growing line, a word deleted, another line, an unknown word, a completion):
+    each list is the one a fresh read of the whole context gives, to 1e-5."""
+    from lmlow.predict import predictions
+
+    lstm, kn = runs
+    scorer = {"lstm": lambda: load(lstm), "transformer": lambda: load(transformer),
+              "ngram": lambda: load(kn),
+              "mixture": lambda: InterpolatedRun(load(lstm), load(kn), 0.3)}[kind]()
+    asked = ["the", "the people", "the people of", "the", "the people zzzunknown of", "",
+             "we the people", "we the people of this nation", "we the", "the people of",
+             "the people of th"]
+    items = [(i + 1, None, context) for i, context in enumerate(asked)]
+    records = list(predictions(scorer, items[:-1], top=20))
+    records += list(predictions(scorer, items[-1:], top=20, partial=True))
+    for record, context in zip(records, asked):
+        words = context.split()
+        prefix = words.pop() if context == asked[-1] else ""
+        want = scorer.next_words(words, top=20, prefix=prefix)
+        assert [n["word"] for n in record["next"]] == [w for w, _ in want], context
+        assert [n["logprob"] for n in record["next"]] == pytest.approx(
+            [lp for _, lp in want], abs=1e-5)
+
+
 @pytest.mark.parametrize("top", [1, 3, 10, 500])
 def test_the_top_words_are_those_of_a_full_sort_ties_in_vocabulary_order(top):
     """top_words sorts only the words from its top-th score up: what it lists equals a full
