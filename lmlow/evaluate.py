@@ -366,7 +366,8 @@ class ContextReaders:
     begins with none of them starts from the line's start; the numbers are those of a fresh
     reader (:meth:`Scorer.next_logprobs`), the reading cut in other places."""
 
-    KEPT = 64     # readers kept along one line: a very long line holds no more states
+    KEPT = 16     # readers kept along one line (a Transformer's holds its memory): backing up
+                  # further re-reads from the longest kept, or the line's start
 
     def __init__(self, scorer: "Scorer"):
         self.root, self.path = scorer.reader(), []      # [(words, reader)], each a prefix of the next

@@ -136,17 +136,22 @@ def test_next_words_are_the_most_probable_first_without_unk(runs):
 
 @pytest.mark.parametrize("kind", ["lstm", "transformer", "ngram", "mixture"])
 def test_contexts_read_on_from_the_one_before_list_what_a_fresh_read_lists(runs, transformer,
-                                                                           kind):
+                                                                           kind, monkeypatch):
     """`predict --file` reads a context that begins with one asked before on from there (a
     keyboard's growing line, a word deleted, another line, an unknown word, a completion):
-    each list is the one a fresh read of the whole context gives, to 1e-5."""
+    each list is the one a fresh read of the whole context gives, to 1e-5, with two readers
+    kept (backing up further starts from an older one or the line's start)."""
+    from lmlow.evaluate import ContextReaders
     from lmlow.predict import predictions
+
+    monkeypatch.setattr(ContextReaders, "KEPT", 2)
 
     lstm, kn = runs
     scorer = {"lstm": lambda: load(lstm), "transformer": lambda: load(transformer),
               "ngram": lambda: load(kn),
               "mixture": lambda: InterpolatedRun(load(lstm), load(kn), 0.3)}[kind]()
-    asked = ["the", "the people", "the people of", "the", "the people zzzunknown of", "",
+    asked = ["the", "the people", "the people of", "the", "the people zzzunknown of",
+             "the people zzzunknown of this", "the people zzzunknown of this nation", "the", "",
              "we the people", "we the people of this nation", "we the", "the people of",
              "the people of th"]
     items = [(i + 1, None, context) for i, context in enumerate(asked)]
