@@ -106,15 +106,19 @@ def test_loss_parts_times_each_part_of_a_chunk_and_the_whole_loss(precision, voc
     assert f"{precision}, V {vocab:,}, d 8" in out and "tokens/s)" in out
 
 
-@pytest.mark.parametrize("script,args", [("predict_speed.py", ["--lines", "1"]),
-                                         ("rerank_speed.py", ["--lines", "5", "--repeats", "1"])])
-def test_the_scoring_benchmarks_run(script, args, tmp_path):
-    """The next-word and n-best benchmarks, at the tiny preset on a few lines: one row per
-    model, every number positive; the work folder is the one given."""
-    out = run(script, "--preset", "tiny", "--work", tmp_path / "work", *args)
+@pytest.mark.parametrize("script,preset,args", [
+    ("predict_speed.py", "tiny", ["--lines", "1"]),
+    ("predict_speed.py", "transformer-tiny", ["--lines", "1"]),
+    ("rerank_speed.py", "tiny", ["--lines", "5", "--repeats", "1"])])
+def test_the_scoring_benchmarks_run(script, preset, args, tmp_path):
+    """The next-word and n-best benchmarks, at a tiny preset on a few lines: one row per
+    model, every number positive (the exported step's too, LSTM or Transformer); the work
+    folder is the one given."""
+    out = run(script, "--preset", preset, "--work", tmp_path / "work", *args)
+    first = "Transformer" if preset.startswith("transformer") else "LSTM"
     rows = [line.split(":") for line in out.splitlines()
-            if line.strip().startswith(("LSTM", "KenLM", "mixture"))]
-    assert [name.strip().split()[0] for name, _ in rows] == ["LSTM", "KenLM", "mixture"]
+            if line.strip().startswith((first, "KenLM", "mixture"))]
+    assert [name.strip().split()[0] for name, _ in rows] == [first, "KenLM", "mixture"]
     assert all(float(v) > 0 for _, numbers in rows for v in numbers.split()[:2])
     assert {p.name for p in (tmp_path / "work").iterdir()} >= {"lstm", "kn5"}
     if script == "predict_speed.py":                 # and lmlow predict's loop
