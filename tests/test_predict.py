@@ -265,6 +265,41 @@ def test_a_file_scored_in_blocks_of_lines_is_each_line_scored_alone(runs, tmp_pa
 
 
 
+@pytest.mark.parametrize("command", ["predict", "score"])
+def test_a_terminal_is_read_as_typed(runs, command):
+    """`--file /dev/stdin` (predict) or `/dev/stdin` (score) typed at a terminal: a terminal
+    is the one device read as text (it ends at Ctrl-D), each line answered as it is typed
+    (a pseudo-terminal here, as a shell gives)."""
+    import os
+    import pty
+    import selectors
+    import subprocess
+    import sys
+
+    lstm, _ = runs
+    typed, terminal = pty.openpty()
+    args = ["--file", os.ttyname(terminal)] if command == "predict" else [os.ttyname(terminal)]
+    p = subprocess.Popen([sys.executable, "-m", "lmlow.cli", command, lstm, *args,
+                          *(["--json", "--top", "2"] if command == "predict" else [])],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    wait = selectors.DefaultSelector()
+    wait.register(p.stdout, selectors.EVENT_READ)
+    try:
+        for context in ("the people", "we the"):
+            os.write(typed, (context + "\n").encode())
+            assert wait.select(timeout=120), "no answer to a typed line"
+            record = json.loads(p.stdout.readline())
+            assert record["context" if command == "predict" else "words"][:2] == context.split()
+        os.write(typed, b"\x04")                          # Ctrl-D: the end of the input
+        p.wait(timeout=120)
+    finally:
+        p.kill()
+        os.close(typed)
+        os.close(terminal)
+    assert p.returncode == 0, p.stderr.read()
+
+
 def test_lines_through_a_pipe_are_scored_as_they_come(runs, tmp_path):
     """`lmlow score RUN /dev/stdin`, as a recogniser sends one utterance's n-best list and
     waits for its scores: the lines written so far are answered before more are written (a

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import os
 import stat
 import sys
 from pathlib import Path
@@ -29,8 +30,8 @@ def open_binary(path: Path):
         raise LmlowError(f"{path}: no such file")
     if path.is_dir():
         raise LmlowError(f"{path}: is a folder, expected a text file")
-    mode = path.stat().st_mode        # a pipe streams text (`<(zcat ...)`); a device does not end
-    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+    mode = path.stat().st_mode        # a pipe streams text (`<(zcat ...)`), a terminal what is
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or _terminal(path, mode)):   # typed;
         raise LmlowError(f"{path}: a device or socket, not a text file; refusing to read it")
     try:
         return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
@@ -39,12 +40,13 @@ def open_binary(path: Path):
 
 
 def is_stream(path: Path) -> bool:
-    """A pipe (``/dev/stdin`` fed by one, ``<(zcat ...)``, a FIFO): text that arrives over
-    time, from a writer that may wait for answers before it writes more."""
+    """A pipe (``/dev/stdin`` fed by one, ``<(zcat ...)``, a FIFO) or a terminal: text that
+    arrives over time, from a writer that may wait for answers before it writes more."""
     try:
-        return stat.S_ISFIFO(Path(path).stat().st_mode)
+        mode = Path(path).stat().st_mode
     except OSError:
         return False
+    return stat.S_ISFIFO(mode) or _terminal(Path(path), mode)
 
 
 def blocks(items: Iterable, most: int, stream: bool = False) -> Iterator[list]:
@@ -97,6 +99,21 @@ class _Raised:
 
     def __init__(self, error: BaseException):
         self.error = error
+
+
+def _terminal(path: Path, mode: int) -> bool:
+    """Whether ``path`` is a terminal (`--file /dev/stdin` typed at a prompt, ended by Ctrl-D),
+    the one device read as text: others (``/dev/zero``, ``/dev/urandom``) never end."""
+    if not stat.S_ISCHR(mode):
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        return os.isatty(fd)
+    finally:
+        os.close(fd)
 
 
 MAX_LINE = 1 << 26     # 64 MiB: a longer line is not line-based text
