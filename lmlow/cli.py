@@ -160,15 +160,15 @@ def cmd_eval(args) -> None:
 
 def cmd_score(args) -> None:
     from lmlow.data.textio import is_stream
-    from lmlow.evaluate import ScoreTotals
+    from lmlow.evaluate import ScoreTotals, total_line
     from lmlow.runs import ScoreOptions, open_scorer
 
     opts = ScoreOptions(**settings_from(args, ScoreOptions))
     run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
     _model_notes(args.run_dir, run, name if opts.interpolate else None)
     totals, stream = ScoreTotals(), is_stream(args.file)   # a pipe's writer awaits each answer
-    for record in run.score_file(args.file, raw=opts.raw, ids=opts.ids):
-        print(json.dumps(totals.add(record)), flush=stream)
+    for record in map(totals.add, run.score_file(args.file, raw=opts.raw, ids=opts.ids)):
+        print(total_line(record) if args.totals else json.dumps(record), flush=stream)
     print(f"lmlow: {args.file}: {totals.text()}", file=sys.stderr)
 
 

@@ -270,6 +270,14 @@ class Scorer(ABC):
                           "total_log10prob": round(sum(ln) / LN10, 6)})
 
 
+def total_line(record: dict) -> str:
+    """`lmlow score --totals`: a sentence's record as ``id-or-line<TAB>ln p<TAB>log10 p<TAB>
+    tokens<TAB>oov``."""
+    return "\t".join(map(str, (record.get("id", record["line"]), record["total_logprob"],
+                               record["total_log10prob"], len(record["words"]),
+                               sum(record["oov"]))))
+
+
 @dataclass
 class ScoreTotals:
     """What `lmlow score` says on stderr after its records, as KenLM's ``query`` does: the

@@ -219,12 +219,18 @@ def _score_parser(sub) -> None:
                        "n-gram, as a reranker or recogniser combines them).",
                        epilog="Examples: lmlow score runs/ptb nbest.txt  |  lmlow score runs/ptb "
                        "typed.txt --raw  |  lmlow score runs/ptb nbest.txt --interpolate "
-                       "runs/ptb-kn5 --weight 0.7")
+                       "runs/ptb-kn5 --weight 0.7  |  lmlow score runs/ptb nbest.txt --ids "
+                       "--totals > lm-scores.tsv")
     from lmlow.runs import ScoreOptions
 
     add_run(p)
     p.add_argument("file", type=Path, help="text file, one sentence per line")
     add_settings(p, ScoreOptions)
+    p.add_argument("--totals", action="store_true",
+                   help="one tab-separated line per sentence instead of its JSON object: its "
+                   "identifier (--ids) or line number, total natural-log and log10 probability "
+                   "(<eos> included), tokens (with <eos>) and out-of-vocabulary words; what an "
+                   "n-best reranker adds to its acoustic scores (default: no)")
     p.set_defaults(run="score")
 
 

@@ -459,6 +459,11 @@ def test_an_nbest_list_keeps_its_identifiers(runs, tmp_path):
     assert list(run.score_file(raw, raw=True, ids=True)) == got
     r = lmlow("score", lstm, nbest, "--ids")
     assert r.returncode == 0 and [json.loads(x) for x in r.stdout.splitlines()] == got, r.stderr
+    r = lmlow("score", lstm, nbest, "--ids", "--totals")       # a reranker's table
+    assert r.returncode == 0, r.stderr
+    assert [line.split("\t") for line in r.stdout.splitlines()] == [
+        [g["id"], str(g["total_logprob"]), str(g["total_log10prob"]), str(len(g["words"])),
+         str(sum(g["oov"]))] for g in got]
     r = lmlow("predict", lstm, "--file", raw, "--raw", "--ids", "--top", "2")
     assert r.returncode == 0, r.stderr
     want = lmlow("predict", lstm, "--file", plain, "--top", "2", check=True).stdout.splitlines()
