@@ -267,9 +267,10 @@ def test_a_file_scored_in_blocks_of_lines_is_each_line_scored_alone(runs, tmp_pa
 
 @pytest.mark.parametrize("command", ["predict", "score"])
 def test_a_terminal_is_read_as_typed(runs, command):
-    """`--file /dev/stdin` (predict) or `/dev/stdin` (score) typed at a terminal: a terminal
-    is the one device read as text (it ends at Ctrl-D), each line answered as it is typed
-    (a pseudo-terminal here, as a shell gives)."""
+    """`--file /dev/stdin` (predict) or `/dev/stdin` (score) typed at a terminal: the
+    terminal that is lmlow's standard input is the one device read as text (it ends at
+    Ctrl-D), each line answered as it is typed (a pseudo-terminal here, as a shell gives);
+    the same terminal named when it is not the standard input is refused, unopened."""
     import os
     import pty
     import selectors
@@ -278,10 +279,18 @@ def test_a_terminal_is_read_as_typed(runs, command):
 
     lstm, _ = runs
     typed, terminal = pty.openpty()
-    args = ["--file", os.ttyname(terminal)] if command == "predict" else [os.ttyname(terminal)]
-    p = subprocess.Popen([sys.executable, "-m", "lmlow.cli", command, lstm, *args,
-                          *(["--json", "--top", "2"] if command == "predict" else [])],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+    flags = ["--json", "--top", "2"] if command == "predict" else []
+
+    def argv(path):
+        return [sys.executable, "-m", "lmlow.cli", command, lstm,
+                *(["--file", path] if command == "predict" else [path]), *flags]
+
+    other = subprocess.run(argv(os.ttyname(terminal)), stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=120)
+    assert other.returncode == 1 and other.stderr.endswith(
+        "a device or socket, not a text file; refusing to read it\n"), other.stderr
+    p = subprocess.Popen(argv("/dev/stdin"), stdin=terminal, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, bufsize=0,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     wait = selectors.DefaultSelector()
     wait.register(p.stdout, selectors.EVENT_READ)

@@ -30,8 +30,8 @@ def open_binary(path: Path):
         raise LmlowError(f"{path}: no such file")
     if path.is_dir():
         raise LmlowError(f"{path}: is a folder, expected a text file")
-    mode = path.stat().st_mode        # a pipe streams text (`<(zcat ...)`), a terminal what is
-    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or _terminal(path, mode)):   # typed;
+    st = path.stat()                  # a pipe streams text (`<(zcat ...)`), a terminal what is
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode) or _terminal(st)):  # typed
         raise LmlowError(f"{path}: a device or socket, not a text file; refusing to read it")
     try:
         return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
@@ -43,10 +43,10 @@ def is_stream(path: Path) -> bool:
     """A pipe (``/dev/stdin`` fed by one, ``<(zcat ...)``, a FIFO) or a terminal: text that
     arrives over time, from a writer that may wait for answers before it writes more."""
     try:
-        mode = Path(path).stat().st_mode
+        st = Path(path).stat()
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or _terminal(Path(path), mode)
+    return stat.S_ISFIFO(st.st_mode) or _terminal(st)
 
 
 def blocks(items: Iterable, most: int, stream: bool = False) -> Iterator[list]:
@@ -101,19 +101,17 @@ class _Raised:
         self.error = error
 
 
-def _terminal(path: Path, mode: int) -> bool:
-    """Whether ``path`` is a terminal (`--file /dev/stdin` typed at a prompt, ended by Ctrl-D),
-    the one device read as text: others (``/dev/zero``, ``/dev/urandom``) never end."""
-    if not stat.S_ISCHR(mode):
+def _terminal(st: os.stat_result) -> bool:
+    """Whether a file (its ``stat``) is the terminal lmlow's standard input is (`/dev/stdin`
+    typed at a prompt, ended by Ctrl-D): the one device read as text. No other device is even
+    opened to ask (opening one can act: a watchdog arms, a tape rewinds), and ``/dev/zero`` or
+    ``/dev/urandom`` would never end."""
+    if not stat.S_ISCHR(st.st_mode):
         return False
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        return os.isatty(0) and os.fstat(0).st_rdev == st.st_rdev
     except OSError:
         return False
-    try:
-        return os.isatty(fd)
-    finally:
-        os.close(fd)
 
 
 MAX_LINE = 1 << 26     # 64 MiB: a longer line is not line-based text
