@@ -135,8 +135,9 @@ def mixed_precision(rows: list[dict]) -> str | None:
 def foreign_baselines(rows: list[dict], baselines: list[Path]) -> str | None:
     """The baselines whose vocabulary is that of no run of the table: their perplexity is
     over other tokens (another K, another word list, other vectors' words), so the row is no
-    comparison. Judged where both sides still have their ``vocab.txt`` (a committed table
-    leaves it out, but its ``summary.json`` keeps the list's hash)."""
+    comparison. Judged by :meth:`RunDir.vocabulary_digest` (``vocab.txt``, or the hash in
+    ``summary.json`` where a committed folder left it out); a run with neither, from before
+    lmlow kept the hash, is not judged."""
     def words(run_dir) -> str | None:
         return RunDir(run_dir).vocabulary_digest()
 

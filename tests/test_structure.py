@@ -560,4 +560,4 @@ def test_every_help_reads_as_written():
     for name, sub in build_parser()._subparsers._group_actions[0].choices.items():
         text = sub.format_help()
         assert "%%" not in text, name
-        assert not re.search(r"\(default: [^()]*\) \(default:", text), name
+        assert not re.search(r"\(default: [^()]*\)\s+\(default:", text), name
