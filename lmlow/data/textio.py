@@ -64,40 +64,38 @@ def blocks(items: Iterable, most: int, stream: bool = False) -> Iterator[list]:
     import queue
     import threading
 
-    arrived, end = queue.Queue(maxsize=most), object()
+    arrived: queue.Queue = queue.Queue(maxsize=most)
 
     def read() -> None:
         try:
             for item in items:
                 arrived.put(item)
-            arrived.put(end)
+            arrived.put(_End())
         except BaseException as e:       # noqa: BLE001 - re-raised by the consumer
-            arrived.put(_Raised(e))
+            arrived.put(_End(e))
 
     threading.Thread(target=read, daemon=True, name="lmlow-reader").start()
     while True:
         block = [arrived.get()]
-        while len(block) < most and not isinstance(block[-1], _Raised) and block[-1] is not end:
-            try:
+        while len(block) < most and not isinstance(block[-1], _End):
+            try:                               # more has arrived: it joins the block
                 block.append(arrived.get_nowait())
             except queue.Empty:
                 break
-        last = block[-1]
-        done = last is end or isinstance(last, _Raised)
-        if done:
-            block.pop()
+        end = block.pop() if isinstance(block[-1], _End) else None
         if block:
             yield block
-        if isinstance(last, _Raised):
-            raise last.error
-        if done:
+        if end is not None:
+            if end.error is not None:
+                raise end.error
             return
 
 
-class _Raised:
-    """An exception the reader thread met, carried to the consumer in order."""
+class _End:
+    """The end of the reader thread's items, with the exception that ended them, if one did:
+    raised by the consumer after the items before it."""
 
-    def __init__(self, error: BaseException):
+    def __init__(self, error: BaseException | None = None):
         self.error = error
 
 
