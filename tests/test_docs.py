@@ -168,6 +168,9 @@ def test_the_readme_example_runs_on_the_bundled_corpus(tmp_path):
         item.startswith("ret") for item in completions[0].split(" -> ")[1].split(", "))
     nbest = json.loads(next(line for line in r.stdout.splitlines() if '"id": "hyp1-1"' in line))
     assert nbest["words"] == ["the", "function", "returns", "a", "list", "<eos>"]
+    totals = next(line for line in r.stdout.splitlines() if line.startswith("hyp1-1\t"))
+    assert totals.split("\t") == ["hyp1-1", str(nbest["total_logprob"]),
+                                   str(nbest["total_log10prob"]), "6", str(sum(nbest["oov"]))]
     assert "wrote runs/ex/lm.pt2: " in r.stdout and (tmp_path / "runs/ex/lm.pt2").is_file()
 
 
