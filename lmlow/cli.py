@@ -321,8 +321,9 @@ def _rank() -> str:
 
 
 def _stopped(e: BaseException, debug: bool) -> int:
-    """The exit code and one line for a command stopped by a signal, a closed pipe or a
-    full disk (its own clean-up has run by now: temporaries removed, old files kept)."""
+    """The exit code and one line for a command stopped by a signal, a closed pipe, a full
+    disk or a file the system refused (its own clean-up has run by now: temporaries removed,
+    old files kept). An OSError that names no file is a fault of lmlow's: its traceback."""
     from lmlow.files import WRITE_ERRORS
 
     if isinstance(e, BrokenPipeError):       # e.g. `lmlow stats ... | head`
@@ -334,11 +335,14 @@ def _stopped(e: BaseException, debug: bool) -> int:
     if isinstance(e, Terminated):
         print("lmlow: terminated (SIGTERM); nothing partial was kept", file=sys.stderr)
         return 143
-    if debug or e.errno not in WRITE_ERRORS:
+    if debug or (e.errno not in WRITE_ERRORS and e.filename is None):
         raise e
     where = f"{e.filename}: " if e.filename else ""
-    print(f"lmlow: error: {where}cannot write ({e.strerror}); nothing partial was kept",
-          file=sys.stderr)
+    if e.errno in WRITE_ERRORS:
+        print(f"lmlow: error: {where}cannot write ({e.strerror}); nothing partial was kept",
+              file=sys.stderr)
+    else:      # a file the system refused otherwise (a name too long, a vanished input)
+        print(f"lmlow: error: {where}{e.strerror or e}", file=sys.stderr)
     return 1
 
 

@@ -104,9 +104,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
     tmp = temporary_path(path)
     created = make_folder(path.parent)
     try:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644))
+        _create_empty(tmp, path)
         yield tmp
         check_stop()
         os.replace(tmp, path)
@@ -115,9 +113,24 @@ def atomic_path(path: Path) -> Iterator[Path]:
             raise
         raise LmlowError(f"{path}: cannot write ({e.strerror or e})") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:        # a name it could not take (too long) was never created
+            pass
         if not os.path.lexists(path):
             remove_if_empty(created)
+
+
+def _create_empty(tmp: Path, path: Path) -> None:
+    """Create ``tmp`` anew, empty (a link planted under its name is removed first). Any
+    refusal is the output's: a name the file system will not take (too long, or in a folder
+    such as /proc that makes no files) says so in one line naming ``path``."""
+    try:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644))
+    except OSError as e:
+        raise LmlowError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -213,11 +226,9 @@ def make_folder(folder: Path) -> list[Path]:
         Path(folder).mkdir(parents=True, exist_ok=True)
     except FileExistsError:                   # something took one of the names meanwhile
         raise not_a_folder(Path(folder)) from None
-    except OSError as e:
-        if e.errno not in WRITE_ERRORS and e.errno != errno.ENOTDIR:
-            raise
+    except OSError as e:        # any refusal: read-only, full, a name too long, /proc's ENOENT
         remove_if_empty(created)
-        raise LmlowError(f"{folder}: cannot create the folder ({e.strerror})") from None
+        raise LmlowError(f"{folder}: cannot create the folder ({e.strerror or e})") from None
     return created
 
 

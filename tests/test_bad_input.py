@@ -294,6 +294,21 @@ CASES = [
     (["analyze", "R", "--out", "P"], "P: exists and is not a folder", None),
     (["bias-sweep", "R", "--out", "L"], "L: a symbolic link to", None),
     (["compare", "R", "--out", "L"], "L: a symbolic link to", None),
+    # outputs the file system refuses in other ways: a name over its 255 bytes, and a folder
+    # (/proc) that takes no new entries, whose ENOENT was a traceback before; the folders a
+    # command made on the way are removed again
+    (["vocab", "C", "--out", "O/" + "x" * 256 + "/v.txt"], "file name too long", "O"),
+    (["train", "C", "--out", "O/" + "x" * 256, "--preset", "tiny"], "file name too long", "O"),
+    (["prepare", "C/train.txt", "--out", "O/" + "x" * 256], "file name too long", "O"),
+    (["export", "R", "--out", "O/" + "x" * 250 + ".pt2"], "cannot write (file name too long)", "O"),
+    (["export", "R", "--out", "/proc/self/lmlow-test/m.pt2"], "cannot create the folder", None),
+    (["ngram", "C", "--out", "/proc/self/lmlow-test"], "cannot create the folder", None),
+    (["analyze", "R", "--out", "/proc/self/lmlow-test"], "cannot create the folder", None),
+    (["unk", "C", "--out", "/proc/self/lmlow-test", "--threshold", "1"], "cannot create the folder", None),
+    # and inputs whose names are too long (a traceback before)
+    (["score", "R", "x" * 300], "file name too long", None),
+    (["vocab", "x" * 300], "file name too long", None),
+    (["train", "C", "--out", "O", "--config", "x" * 300], "file name too long", "O"),
 ]
 
 
