@@ -132,6 +132,10 @@ def _check_duplicates(path: Path, kv, header: bool) -> None:
             if header and lineno == 1:
                 continue
             fields = raw.split()
+            if b"\t" in raw.strip():        # gensim splits at spaces only: a 0-d vector
+                raise LmlowError(f"{path}:{lineno}: fields separated by tabs; a vector line is "
+                                 "a word and its numbers separated by spaces (`tr '\\t' ' '` "
+                                 "converts the file)")
             if len(fields) - 1 != kv.vector_size:
                 raise LmlowError(f"{path}:{lineno}: {len(fields) - 1} values for "
                                  f"{decode_line(path, lineno, fields[0]) if fields else ''!r}, "
