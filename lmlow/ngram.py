@@ -117,6 +117,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
                              f"reserves (KenLM's sentence boundaries and lmlow's <unk> "
                              f"stand-in); {fix}")
     train_ids = training_ids(corpus, train_fraction)     # checked first; counts: this part's
+    corpus.encode("valid")          # the perplexity `lmlow ngram` reports: an empty split now
     prepared = corpus_preparation(corpus_dir)
     with run.lock():                       # one estimator per folder; checked again under it
         run.check_new(force)

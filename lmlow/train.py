@@ -151,6 +151,17 @@ def budget_spent(cfg: Config, epochs: int, steps: int, seconds: float) -> str | 
 
 # --------------------------------------------------------------------------- batches
 
+def check_batches(tokens: int, cfg: Config) -> None:
+    """An update needs at least two tokens in each column of the batch (an input and its
+    target): said with the flags that decide it, before anything is written."""
+    if tokens // cfg.batch_size < 2:
+        part = (f" (--train-fraction {cfg.train_fraction:g} of it)"
+                if cfg.train_fraction < 1 else "")
+        raise LmlowError(f"{cfg.corpus}: the training split has {tokens:,} tokens{part}, too "
+                         f"few for --batch-size {cfg.batch_size} (at least "
+                         f"{2 * cfg.batch_size:,}: two a column); lower --batch-size")
+
+
 def batchify(ids: np.ndarray, batch_size: int) -> np.ndarray:
     """(T, B) view of the stream: column b is the b-th contiguous slice (no copy of a memmap)."""
     n = len(ids) // batch_size
@@ -235,6 +246,10 @@ class Trainer:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.state = RunState(lr=cfg.lr)
         self.optimizer = self._make_optimizer(asgd=False)
+        if cfg.max_epochs:                  # both checked before the run folder is made
+            if self.optimizer is None:
+                raise LmlowError("every parameter is frozen: nothing to train")
+            check_batches(len(self.train_ids), cfg)
         self.rng = random.Random(cfg.seed)
         self.hidden = None
         self.last_rate = None      # the rate of the last update (metrics' "lr")
@@ -464,8 +479,6 @@ class Trainer:
             self._save_best()
             self._save_last()
             return self.summary()
-        if self.optimizer is None:
-            raise LmlowError("every parameter is frozen: nothing to train")
         data = batchify(self.train_ids, cfg.batch_size)[:, self.columns]
         self.n_batches = data.shape[0] - 1
         if cfg.track_frequency and self.state.step == 0:  # curves start at the initialisation

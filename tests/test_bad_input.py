@@ -22,7 +22,7 @@ from conftest import cli, write_corpus
 # evaluation, RAW0 R without its corpus's preparation record, RBAD R with a damaged one, CP the
 # corpus with a damaged prepare.json, CL the corpus recorded as prepared without --lowercase;
 # word lists for --vocab: E blank lines only, SP only <eos> and <unk>, SL with KenLM's <s>, </s>;
-# P a named pipe; TAB vectors separated by tabs.
+# P a named pipe; TAB vectors separated by tabs; EV a corpus whose valid.txt is empty.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -307,6 +307,12 @@ CASES = [
     (["ngram", "C", "--out", "/proc/self/lmlow-test"], "cannot create the folder", None),
     (["analyze", "R", "--out", "/proc/self/lmlow-test"], "cannot create the folder", None),
     (["unk", "C", "--out", "/proc/self/lmlow-test", "--threshold", "1"], "cannot create the folder", None),
+    # a training split too small for the batch: one line before the run folder existed (it
+    # was left behind, with a checkpoint); an n-gram on a corpus without validation tokens
+    # left a whole model behind before saying so
+    (["train", "C", "--out", "O", "--preset", "tiny", "--batch-size", "1000000"],
+     "too few for --batch-size 1000000", "O"),
+    (["ngram", "EV", "--out", "O", "--order", "3"], "EV/valid.txt: empty file", "O"),
     # and inputs whose names are too long (a traceback before)
     (["score", "R", "x" * 300], "file name too long", None),
     (["vocab", "x" * 300], "file name too long", None),
@@ -359,6 +365,7 @@ def places(speech_corpus, tmp_path_factory):
     (root / "empty").mkdir()
     (root / "dangling").symlink_to(root / "gone")
     (root / "words.txt").write_text("the\nof\n")           # words without values
+    write_corpus(root / "empty-valid", "a b c\nb c a\n", "", "a b\n")
     (root / "tabs.txt").write_text("the\t0.1\t0.2\nof\t0.3\t0.4\n")   # a TSV export
     (root / "blank.txt").write_text("\n  \n\n")                # a word list without a word
     (root / "specials.txt").write_text("<eos>\n<unk>\n")       # nor one besides the specials
@@ -374,7 +381,7 @@ def places(speech_corpus, tmp_path_factory):
             "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
-            "W": root / "words.txt", "TAB": root / "tabs.txt", "E": root / "blank.txt", "SP": root / "specials.txt",
+            "W": root / "words.txt", "TAB": root / "tabs.txt", "EV": root / "empty-valid", "E": root / "blank.txt", "SP": root / "specials.txt",
             "SL": root / "sentence-marks.txt", "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}
