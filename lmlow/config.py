@@ -443,11 +443,15 @@ def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -
 
 def load_table(path: Path) -> dict:
     """A TOML or JSON file's top-level table, with one-line errors."""
+    from lmlow.data.textio import BOM, note_bom
     path = Path(path)
     if not path.is_dir():                 # a folder is named as one below
         require_regular(path)             # a device never ends
     try:
         text = path.read_text(encoding="utf-8")
+        if text.startswith(BOM):          # Notepad's UTF-8: TOML and JSON parsers refuse it
+            note_bom(path)
+            text = text[1:]
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except FileNotFoundError:
         raise LmlowError(f"{path}: no such file") from None

@@ -212,6 +212,20 @@ def test_a_byte_order_mark_does_not_make_a_new_word(tmp_path, capsys):
     assert "byte-order mark" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name, text", [("c.toml", "lr = 2.5\n"), ("c.json", '{"lr": 2.5}'),
+                                        ("g.toml", "[runs.a]\nlr = 2.5\n")])
+def test_a_settings_file_saved_with_a_byte_order_mark_is_read(name, text, tmp_path, capsys):
+    """Notepad saves UTF-8 with a byte-order mark, which TOML and JSON parsers refuse
+    ("Invalid statement (at line 1, column 1)"); a config or grid file is read without it,
+    with a note."""
+    from lmlow.config import load_table
+    path = tmp_path / name
+    path.write_bytes(("\ufeff" + text).encode("utf-8"))
+    table = load_table(path)
+    assert (table["runs"]["a"] if "runs" in table else table) == {"lr": 2.5}
+    assert f"{name}: starts with a UTF-8 byte-order mark" in capsys.readouterr().err
+
+
 def test_classic_mac_line_ends_get_a_note_not_a_silent_single_line(stopped_run, tmp_path):
     """Lines ended by carriage returns alone read as one line (for KenLM too), so `score` gave
     one sentence for twenty, silently; now a note says so and how to convert. Windows line ends
