@@ -22,7 +22,8 @@ from conftest import cli, write_corpus
 # evaluation, RAW0 R without its corpus's preparation record, RBAD R with a damaged one, CP the
 # corpus with a damaged prepare.json, CL the corpus recorded as prepared without --lowercase;
 # word lists for --vocab: E blank lines only, SP only <eos> and <unk>, SL with KenLM's <s>, </s>;
-# P a named pipe; TAB vectors separated by tabs; EV a corpus whose valid.txt is empty.
+# P a named pipe; TAB vectors separated by tabs; EV a corpus whose valid.txt is empty;
+# GZ a folder of documents, one of them a truncated .gz.
 CASES = [
     # prepare
     (["prepare", "X/a.txt", "--out", "O"], "X/a.txt: no such file", "O"),
@@ -313,6 +314,8 @@ CASES = [
     (["train", "C", "--out", "O", "--preset", "tiny", "--batch-size", "1000000"],
      "too few for --batch-size 1000000", "O"),
     (["ngram", "EV", "--out", "O", "--order", "3"], "EV/valid.txt: empty file", "O"),
+    # a truncated .gz among prepare's documents (an EOFError traceback before)
+    (["prepare", "GZ", "--out", "O"], "GZ/b.txt.gz:1: cannot read", "O"),
     # and inputs whose names are too long (a traceback before)
     (["score", "R", "x" * 300], "file name too long", None),
     (["vocab", "x" * 300], "file name too long", None),
@@ -365,6 +368,9 @@ def places(speech_corpus, tmp_path_factory):
     (root / "empty").mkdir()
     (root / "dangling").symlink_to(root / "gone")
     (root / "words.txt").write_text("the\nof\n")           # words without values
+    (root / "gz-docs").mkdir()        # a folder of documents, one a truncated gzip stream
+    (root / "gz-docs" / "a.txt").write_text("one document\n")
+    (root / "gz-docs" / "b.txt.gz").write_bytes(gzip.compress(b"another document\n")[:-12])
     write_corpus(root / "empty-valid", "a b c\nb c a\n", "", "a b\n")
     (root / "tabs.txt").write_text("the\t0.1\t0.2\nof\t0.3\t0.4\n")   # a TSV export
     (root / "blank.txt").write_text("\n  \n\n")                # a word list without a word
@@ -381,7 +387,7 @@ def places(speech_corpus, tmp_path_factory):
             "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
-            "W": root / "words.txt", "TAB": root / "tabs.txt", "EV": root / "empty-valid", "E": root / "blank.txt", "SP": root / "specials.txt",
+            "W": root / "words.txt", "TAB": root / "tabs.txt", "EV": root / "empty-valid", "GZ": root / "gz-docs", "E": root / "blank.txt", "SP": root / "specials.txt",
             "SL": root / "sentence-marks.txt", "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}

@@ -14,6 +14,7 @@ import itertools
 import os
 import stat
 import sys
+import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -118,8 +119,17 @@ MAX_LINE = 1 << 26     # 64 MiB: a longer line is not line-based text
 def numbered_lines(path: Path, f) -> Iterator[tuple[int, bytes]]:
     """``(line number, raw line)`` of a file opened by :func:`open_binary`, each line read with
     a bound: a file without line breaks (a binary or minified file, a device) is refused at
-    MAX_LINE bytes instead of being read whole into memory."""
-    for lineno, raw in enumerate(iter(lambda: f.readline(MAX_LINE), b""), 1):
+    MAX_LINE bytes instead of being read whole into memory. A read that fails (a truncated or
+    corrupt ``.gz``, an I/O error) is one line naming the file and the line it reached."""
+    lineno = 0
+    while True:
+        try:
+            raw = f.readline(MAX_LINE)
+        except (OSError, EOFError, zlib.error) as e:    # a truncated or corrupt gzip stream
+            raise LmlowError(f"{path}:{lineno + 1}: cannot read ({e})") from None
+        if not raw:
+            return
+        lineno += 1
         if len(raw) == MAX_LINE and not raw.endswith(b"\n"):
             raise LmlowError(f"{path}:{lineno}: a line longer than {MAX_LINE >> 20} MiB; "
                              "expected text with one sentence or paragraph per line")
@@ -143,7 +153,7 @@ def iter_text(path: Path, empty: str = "no text") -> Iterator[tuple[int, str]]:
                 if text:
                     any_text = True
                     yield lineno, text
-        except (OSError, EOFError) as e:  # corrupt gzip stream, I/O error
+        except (OSError, EOFError, zlib.error) as e:  # the head of a corrupt gzip stream
             raise LmlowError(f"{path}: cannot read ({e})") from None
     if not any_text:
         raise LmlowError(f"{path}: empty file ({empty})")
