@@ -189,14 +189,34 @@ def _load_npz(path: Path):
 NEIGHBOURS = 8                  # how many `lmlow neighbours` shows by default
 
 
-def neighbours(kv, word: str, top: int = NEIGHBOURS) -> list[tuple[str, float]]:
-    """Nearest words by cosine similarity; empty if the word has no vector."""
-    if word not in kv.key_to_index:
+def neighbours(kv, word: str, top: int = NEIGHBOURS) -> list[tuple[str, float]] | None:
+    """Nearest words by cosine similarity, most similar first (ties in the file's order);
+    empty if the word has no vector, None if its vector is all zeros. A row of zeros (a
+    padding token in many exported files) has no direction: it is no word's neighbour and has
+    none (gensim's ``most_similar`` divided by its zero norm: NaN similarities and a warning)."""
+    i = kv.key_to_index.get(word)
+    if i is None:
         return []
-    return [(w, float(s)) for w, s in kv.most_similar(word, topn=top)]
+    kv.fill_norms()                         # gensim keeps the norms from one word to the next
+    norms = kv.norms
+    if norms[i] == 0:
+        return None
+    pointing = norms > 0
+    sims = np.full(len(norms), -np.inf, dtype=np.float64)
+    sims[pointing] = (kv.vectors[pointing] @ kv.vectors[i]) / (norms[pointing] * norms[i])
+    sims[i] = -np.inf
+    top = min(top, int(pointing.sum()) - 1)
+    if top <= 0:
+        return []
+    best = np.argpartition(-sims, top - 1)[:top]
+    best = best[np.lexsort((best, -sims[best]))]
+    return [(kv.index_to_key[j], float(sims[j])) for j in best]
 
 
-def format_neighbours(result: dict[str, list[tuple[str, float]]]) -> str:
+def format_neighbours(result: dict[str, list[tuple[str, float]] | None]) -> str:
     """One line per word: its neighbours with their cosine similarity."""
-    return "\n".join(f"{w}: " + (", ".join(f"{n} {s:.2f}" for n, s in near) if near
-                                  else "(no vector)") for w, near in result.items())
+    def line(near):
+        if near is None:
+            return "(a vector of zeros: no direction, so no neighbours)"
+        return ", ".join(f"{n} {s:.2f}" for n, s in near) if near else "(no vector)"
+    return "\n".join(f"{w}: {line(near)}" for w, near in result.items())

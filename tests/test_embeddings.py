@@ -58,3 +58,35 @@ def test_neighbours(tmp_path):
     kv = load_vectors(write(tmp_path, "v.txt", GLOVE))
     assert neighbours(kv, "the", 1)[0][0] == "union"
     assert neighbours(kv, "absent") == []
+
+
+def test_neighbours_are_gensims_cosine_neighbours(tmp_path):
+    """The same lists as gensim's most_similar (an independent implementation) on random
+    vectors, similarities to float32 rounding."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(300)]
+    text = "".join(f"{w} " + " ".join(f"{x:.6f}" for x in rng.standard_normal(12)) + "\n"
+                   for w in words)
+    kv = load_vectors(write(tmp_path, "v.txt", text))
+    for w in words[:40]:
+        ours, theirs = neighbours(kv, w, 10), kv.most_similar(w, topn=10)
+        assert [n for n, _ in ours] == [n for n, _ in theirs]
+        np.testing.assert_allclose([s for _, s in ours], [s for _, s in theirs], atol=1e-5)
+
+
+def test_a_vector_of_zeros_has_no_neighbours_and_is_none(tmp_path):
+    """A padding row of zeros: cosine is undefined for it, so it lists none (None, not the
+    NaN similarities and RuntimeWarning gensim gave) and is no other word's neighbour."""
+    import warnings
+
+    from lmlow.embeddings import format_neighbours
+    kv = load_vectors(write(tmp_path, "v.txt", GLOVE + "<pad> 0 0 0\n"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = {w: neighbours(kv, w, 8) for w in ("<pad>", "the", "absent")}
+    assert result["<pad>"] is None
+    assert [n for n, _ in result["the"]] == ["union", "senate"]      # all the others but <pad>
+    assert all(np.isfinite(s) for _, s in result["the"])
+    lines = format_neighbours(result).splitlines()
+    assert lines[0] == "<pad>: (a vector of zeros: no direction, so no neighbours)"
+    assert lines[2] == "absent: (no vector)"
