@@ -133,22 +133,38 @@ def mixed_precision(rows: list[dict]) -> str | None:
 
 
 def foreign_baselines(rows: list[dict], baselines: list[Path]) -> str | None:
-    """The baselines whose vocabulary is that of no run of the table: their perplexity is
-    over other tokens (another K, another word list, other vectors' words), so the row is no
-    comparison. Judged by :meth:`RunDir.vocabulary_digest` (``vocab.txt``, or the hash in
-    ``summary.json`` where a committed folder left it out); a run with neither, from before
-    lmlow kept the hash, is not judged."""
+    """The baselines whose tokens are those of no run of the table: their perplexity is over
+    other tokens (another corpus, K, word list or vectors' words), so the row is no
+    comparison. Judged twice: by :meth:`RunDir.vocabulary_digest` (``vocab.txt``, or the hash
+    in ``summary.json`` where a committed folder left it out), and by the validation split as
+    each evaluation counted it (its tokens, and of them ``<unk>``), which folders from before
+    lmlow kept the hash also record."""
     def words(run_dir) -> str | None:
         return RunDir(run_dir).vocabulary_digest()
 
-    table = {words(r) for row in rows for r in row.get("runs", ())} - {None}
-    foreign = [str(b) for b in baselines if table and words(b) not in table | {None}]
+    runs = [r for row in rows for r in row.get("runs", ())]
+    table_words, table_tokens = {words(r) for r in runs} - {None}, {_tokens(r) for r in runs}
+
+    def other(b) -> bool:
+        w = words(b)
+        return bool(table_words and w is not None and w not in table_words
+                    or table_tokens and _tokens(b) not in table_tokens)
+    foreign = [str(b) for b in baselines if other(b)]
     if not foreign:
         return None
-    return (f"{', '.join(foreign)}: another vocabulary than every run of this table, so "
-            "{} perplexity is over other tokens, not a comparison; give the baseline the "
-            "runs' --unk-threshold, --vocab or --extend-vocab vectors".format(
-                "its" if len(foreign) == 1 else "their"))
+    return (f"{', '.join(foreign)}: other tokens than every run of this table (another "
+            "vocabulary or validation text), so {} perplexity is no comparison; give the "
+            "baseline the runs' corpus and --unk-threshold, --vocab or --extend-vocab "
+            "vectors".format("its" if len(foreign) == 1 else "their"))
+
+
+def _tokens(run_dir) -> tuple[int, int]:
+    """A run's validation split as its evaluation counted it: tokens, and of them ``<unk>``
+    (the cached evaluation the table reads anyway)."""
+    from lmlow.runs import evaluation
+
+    ev = evaluation(RunDir(run_dir), "valid")
+    return ev["tokens"], ev["unk_tokens"]
 
 
 def _sd(xs: list[float]) -> float | None:

@@ -315,7 +315,7 @@ def test_report_takes_one_baseline_row_per_data_size(speech_corpus, tmp_path):
     train_ngram(speech_corpus, tmp_path / "kn-k2", order=3, memory="100M", quiet=True,
                 unk_threshold=2)
     r = lmlow("report", sweep, "--baseline", tmp_path / "kn", "--baseline", tmp_path / "kn-k2")
-    said = f"{tmp_path / 'kn-k2'}: another vocabulary than every run of this table"
+    said = f"{tmp_path / 'kn-k2'}: other tokens than every run of this table"
     assert r.returncode == 0 and r.stderr.count("warning") == 1 and said in r.stderr
     assert f"**Warning: {said}" in (sweep / "results.md").read_text()
     assert str(tmp_path / "kn") + "," not in r.stderr
@@ -324,6 +324,18 @@ def test_report_takes_one_baseline_row_per_data_size(speech_corpus, tmp_path):
         words.unlink()
     r = lmlow("report", sweep, "--baseline", tmp_path / "kn", "--baseline", tmp_path / "kn-k2")
     assert r.returncode == 0 and r.stderr.count("warning") == 1 and said in r.stderr, r.stderr
+    # from before summary.json kept the hash: the validation tokens each evaluation counted
+    for summary in [*sweep.glob("*/summary.json"), tmp_path / "kn" / "summary.json",
+                    tmp_path / "kn-k2" / "summary.json"]:
+        summary.write_text(json.dumps({k: v for k, v in json.loads(summary.read_text()).items()
+                                       if k != "vocabulary_digest"}))
+    r = lmlow("report", sweep, "--baseline", tmp_path / "kn", "--baseline", tmp_path / "kn-k2")
+    assert r.returncode == 0 and r.stderr.count("warning") == 1 and said in r.stderr, r.stderr
+    # a baseline of another corpus, judged by its validation tokens alone (the runs have no hash)
+    other = write_corpus(tmp_path / "other", "a b c\nb c a\n", "a b\nc\n", "a\n")
+    train_ngram(other, tmp_path / "kn-other", order=2, memory="100M", quiet=True)
+    r = lmlow("report", sweep, "--baseline", tmp_path / "kn", "--baseline", tmp_path / "kn-other")
+    assert r.returncode == 0 and f"{tmp_path / 'kn-other'}: other tokens" in r.stderr, r.stderr
 
 
 def test_a_word_list_gives_both_models_its_vocabulary(speech_corpus, tmp_path):
