@@ -202,8 +202,9 @@ def neighbours(kv, word: str, top: int = NEIGHBOURS) -> list[tuple[str, float]] 
     if norms[i] == 0:
         return None
     pointing = norms > 0
-    sims = np.full(len(norms), -np.inf, dtype=np.float64)
-    sims[pointing] = (kv.vectors[pointing] @ kv.vectors[i]) / (norms[pointing] * norms[i])
+    with np.errstate(divide="ignore", invalid="ignore"):   # no copy of the matrix: one row
+        sims = (kv.vectors @ kv.vectors[i]).astype(np.float64) / (norms * norms[i])
+    sims[~pointing] = -np.inf
     sims[i] = -np.inf
     top = min(top, int(pointing.sum()) - 1)
     if top <= 0:
