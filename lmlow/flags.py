@@ -34,6 +34,16 @@ float_list = comma_list(float, "numbers")
 str_list = comma_list(str, "names")
 
 
+def unk_thresholds(text: str) -> list[int]:
+    """``lmlow stats --thresholds``: K values of the UNK rule, each >= 0 (as --unk-threshold;
+    a negative K made a table row of its own that meant K=0)."""
+    values = int_list(text)
+    for k in values:
+        if k < 0:
+            raise argparse.ArgumentTypeError(f"each K must be >= 0 (as --unk-threshold), got {k}")
+    return values
+
+
 def at_least(low: int):
     """An argparse type for integers >= ``low``."""
     def parse(text: str) -> int:
@@ -207,4 +217,4 @@ def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
 
 
 __all__ = ["add_corpus", "add_output", "add_run", "add_settings", "at_least", "comma_list",
-           "float_list", "int_list", "settings_from", "str_list"]
+           "float_list", "int_list", "settings_from", "str_list", "unk_thresholds"]

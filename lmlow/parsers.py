@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings, at_least,
-                         int_list)
+                         unk_thresholds)
 
 
 class Formatter(argparse.HelpFormatter):
@@ -101,9 +101,9 @@ def _stats_parser(sub) -> None:
     p.add_argument("--pretrain", type=Path, metavar="FILE",
                    help="in-domain pretraining text, for Table 4's Pretrain and Train-in-Pre columns")
     from lmlow.data.stats import THRESHOLDS
-    p.add_argument("--thresholds", type=int_list, default=list(THRESHOLDS), metavar="LIST",
+    p.add_argument("--thresholds", type=unk_thresholds, default=list(THRESHOLDS), metavar="LIST",
                    help="the K values of the UNK-rule table, comma-separated (default: "
-                   f"{','.join(map(str, THRESHOLDS))})")
+                   f"{','.join(map(str, THRESHOLDS))}; each >= 0, as --unk-threshold)")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
     p.set_defaults(run="stats")
 
