@@ -142,8 +142,9 @@ def foreign_baselines(rows: list[dict], baselines: list[Path]) -> str | None:
     def words(run_dir) -> str | None:
         return RunDir(run_dir).vocabulary_digest()
 
-    runs = [r for row in rows for r in row.get("runs", ())]
-    table_words, table_tokens = {words(r) for r in runs} - {None}, {_tokens(r) for r in runs}
+    runs = [(r, tuple(row.get("maps", NO_MAPS))) for row in rows for r in row.get("runs", ())]
+    table_words = {words(r) for r, _ in runs} - {None}
+    table_tokens = {_tokens(r, maps) for r, maps in runs}
 
     def other(b) -> bool:
         w = words(b)
@@ -158,12 +159,12 @@ def foreign_baselines(rows: list[dict], baselines: list[Path]) -> str | None:
             "vectors".format("its" if len(foreign) == 1 else "their"))
 
 
-def _tokens(run_dir) -> tuple[int, int]:
+def _tokens(run_dir, maps: tuple[bool, bool] = NO_MAPS) -> tuple[int, int]:
     """A run's validation split as its evaluation counted it: tokens, and of them ``<unk>``
-    (the cached evaluation the table reads anyway)."""
+    (the evaluation its row read, with the maps the row applied: cached, not scored again)."""
     from lmlow.runs import evaluation
 
-    ev = evaluation(RunDir(run_dir), "valid")
+    ev = evaluation(RunDir(run_dir), "valid", *maps)
     return ev["tokens"], ev["unk_tokens"]
 
 

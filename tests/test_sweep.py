@@ -253,6 +253,15 @@ init = ["glove", "glove-output"]
         n: r["valid ppl"] for n, r in plain.items()}
     assert "scored with" not in (out / "results.csv").read_text().splitlines()[0]
     assert not any("scored with" in r or "maps" in r for r in again)
+    # with a baseline, its tokens are checked against the evaluations the rows read (mapped),
+    # not against plain ones scored again (here none could be: no checkpoint, no plain cache)
+    import shutil
+    prior = tmp_path / "prior"
+    shutil.copytree(out / "standard.seed1", prior, ignore=shutil.ignore_patterns(".lock"))
+    for f in [run / "eval_best_valid.json", *run.glob("*.pt")]:
+        f.unlink()
+    r = lmlow("report", out, *both, "--baseline", prior)
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
 
 
 def test_report_says_whether_runs_converged_and_survives_without_checkpoints(speech_corpus, tmp_path):
