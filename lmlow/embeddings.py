@@ -158,9 +158,14 @@ def save_npz(kv, path: Path) -> None:
     from lmlow.files import atomic_path
 
     with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, words=np.array(kv.index_to_key, dtype=str),
-                     vectors=np.asarray(kv.vectors, dtype=np.float32))
+        write_npz(kv, tmp)
+
+
+def write_npz(kv, path: Path) -> None:
+    """:func:`save_npz`'s contents, written to ``path`` as it is (a temporary name)."""
+    with open(path, "wb") as f:
+        np.savez(f, words=np.array(kv.index_to_key, dtype=str),
+                 vectors=np.asarray(kv.vectors, dtype=np.float32))
 
 
 def _load_npz(path: Path):

@@ -279,13 +279,15 @@ def embed(texts: list[Path], out: Path, cfg: GloveConfig = GloveConfig(),
 
 
 def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:
-    """Write GloVe text (``out``) and lmlow's fast, pickle-free ``.npz`` beside it."""
-    from lmlow.embeddings import save_npz
+    """Write GloVe text (``out``) and lmlow's fast, pickle-free ``.npz`` beside it, as a pair:
+    both are written under temporary names and renamed only once both are complete, so a
+    failure (a full disk) leaves neither, and never a new text file beside an older ``.npz``."""
+    from lmlow.embeddings import write_npz
 
     out = Path(out)
     npz = out.with_suffix(".npz")
     refuse_overwrite([out, npz], force)
-    with atomic_path(out) as tmp:
+    with atomic_path(out) as tmp, atomic_path(npz) as tmp_npz:   # renamed npz, then text
         kv.save_word2vec_format(str(tmp), write_header=False)
-    save_npz(kv, npz)
+        write_npz(kv, tmp_npz)
     return [out, npz]

@@ -121,3 +121,35 @@ def test_a_word_too_long_for_glove_gets_no_vector_and_is_named(tmp_path):
     assert over not in kv.key_to_index and (rep.too_long, rep.too_long_first) == (1, f"{text}:8")
     assert "1 words longer than 1000 bytes (GloVe's limit) have no vector; the first at " \
         f"{text}:8" in rep.text()
+
+
+@pytest.mark.parametrize("fails", ["text", "npz"])
+def test_vectors_are_written_as_a_pair_or_not_at_all(fails, tmp_path, monkeypatch):
+    """The text file and the .npz beside it are one result: a full disk while writing either
+    leaves the earlier pair as it was (--force) and no temporary; before, a failed .npz
+    left the new text file beside the old .npz, two different vector sets under one name."""
+    import errno
+
+    from gensim.models import KeyedVectors
+
+    import lmlow.embeddings as E
+    old, new = KeyedVectors(2), KeyedVectors(2)
+    old.add_vectors(["a", "b"], np.array([[1, 0], [0, 1]], dtype=np.float32))
+    new.add_vectors(["a", "b"], np.array([[5, 5], [6, 6]], dtype=np.float32))
+    out = tmp_path / "v.txt"
+    save_vectors(old, out)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    if fails == "npz":
+        monkeypatch.setattr(E, "write_npz", full)
+    else:
+        monkeypatch.setattr(KeyedVectors, "save_word2vec_format", full)
+    with pytest.raises(Exception, match="No space left"):
+        save_vectors(new, out, force=True)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    monkeypatch.undo()
+    save_vectors(new, out, force=True)
+    for f in (out, tmp_path / "v.npz"):
+        np.testing.assert_array_equal(load_vectors(f)["b"], [6, 6])
