@@ -31,6 +31,9 @@ CASES = [
     (["prepare", "C/train.txt", "--out", "D", "--no-split", "--force"], "D", None),
     (["prepare", "C/train.txt", "--out", "O", "--valid", "abc"], "'abc'", "O"),
     (["prepare", "C/train.txt", "--out", "O", "--valid", "1.5"], "'1.5'", "O"),
+    # an empty split made a corpus every later command refused
+    (["prepare", "C/train.txt", "--out", "O", "--valid", "0"], "--valid 0: a corpus needs valid text", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--test", "0.0"], "--test 0: a corpus needs test text", "O"),
     (["prepare", "C/train.txt", "--out", "O", "--tokenizer", "bogus"], "--tokenizer", "O"),
     (["prepare", "C/train.txt", "--out", "O", "--documents", "pages"], "--documents", "O"),
     (["prepare", "B/train.txt", "--out", "O"], "not valid UTF-8", "O"),

@@ -58,7 +58,7 @@ class PrepareOptions:
     ptb: bool = setting(False, "PTB-style normalisation: --lowercase --numbers --strip-punct",
                         switch=True)
     valid: float = setting(0.1, "valid size: a fraction of all tokens (0.1) or a token count "
-                           "(80000)", parse=parse_size, metavar="SIZE")
+                           "(80000); above 0", parse=parse_size, metavar="SIZE")
     test: float = setting(0.1, "test size, as --valid", parse=parse_size, metavar="SIZE")
     seed: int = setting(1, "seed of the document split")
     documents: str = setting("auto", "what a document is in an input file: blank = paragraphs "
@@ -80,8 +80,12 @@ class PrepareOptions:
 
     def validate(self) -> "PrepareOptions":
         check_values(self, {})
-        for size in (self.valid, self.test):
-            parse_size(str(size))
+        for flag, size in (("--valid", self.valid), ("--test", self.test)):
+            if parse_size(str(size)) == 0 and not self.no_split:
+                raise LmlowError(f"{flag} 0: a corpus needs {flag[2:]} text (training stops "
+                                 "early on valid, every table reports test, and each refuses "
+                                 "an empty split); give a fraction or a token count, or "
+                                 "--no-split for one file")
         if self.like is not None:
             given = [f"--{k.replace('_', '-')}" for k in ("lowercase", "numbers", "strip_punct",
                                                           "ptb") if getattr(self, k)]
