@@ -318,8 +318,9 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
     section = add_paired(rows, paired) + add_paired_bins(rows) if paired else ""
     if isinstance(baselines, (str, Path)):
         baselines = [baselines]
+    extra = [baseline_row(b) for b in baselines or ()]   # each checked first (finished, kind)
     foreign = foreign_baselines(rows, list(baselines or ()))
-    rows += [baseline_row(b) for b in baselines or ()]
+    rows += extra
     columns = COLUMNS + (["scored with"] if any(maps) else [])
     table = [[r.get(c, "") for c in columns] for r in rows]
     planned, missing = missing_runs(sweep_dir)
