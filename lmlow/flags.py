@@ -182,10 +182,20 @@ def add_run(p, what: str = "run folder", checkpoint: bool = True, device: bool =
                    "torch sees one)")
 
 
+def output_path(text: str) -> Path:
+    """``--out``'s type: a path to write, never ``-``. lmlow writes files and folders, not
+    standard output, and a file named ``-`` is what `--out -` made before, where the Unix
+    habit expects the terminal."""
+    if text == "-":
+        raise argparse.ArgumentTypeError("'-' is standard output, which lmlow writes no "
+                                         "outputs to; name a path (./- for one called '-')")
+    return Path(text)
+
+
 def add_output(p, what: str, required: bool = True, json: str | None = None,
                force: str = "overwrite existing output files") -> None:
     """``--out`` (with ``what`` it is), ``--force`` and, if ``json`` says what, ``--json``."""
-    p.add_argument("--out", type=Path, required=required, metavar="PATH", help=what)
+    p.add_argument("--out", type=output_path, required=required, metavar="PATH", help=what)
     p.add_argument("--force", action="store_true", help=force)
     if json:
         p.add_argument("--json", action="store_true", help=json)
@@ -217,4 +227,5 @@ def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
 
 
 __all__ = ["add_corpus", "add_output", "add_run", "add_settings", "at_least", "comma_list",
-           "float_list", "int_list", "settings_from", "str_list", "unk_thresholds"]
+           "float_list", "int_list", "output_path", "settings_from", "str_list",
+           "unk_thresholds"]

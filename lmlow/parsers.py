@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings, at_least,
-                         unk_thresholds)
+                         output_path, unk_thresholds)
 
 
 class Formatter(argparse.HelpFormatter):
@@ -156,7 +156,7 @@ def _train_parser(sub) -> None:
                        f"{recommendation.summary()}")
     p.add_argument("corpus", nargs="?", type=Path, help="corpus folder (with --resume: only if "
                    "the run's corpus moved, its new place, checked against the run's fingerprint)")
-    p.add_argument("--out", type=Path, metavar="RUN_DIR", help="run folder to create")
+    p.add_argument("--out", type=output_path, metavar="RUN_DIR", help="run folder to create")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR",
                    help="continue a stopped run from RUN_DIR/last.pt (budget flags may be raised)")
     p.add_argument("--config", type=Path, metavar="FILE", help="settings file (.toml or .json)")
@@ -278,7 +278,7 @@ def _sweep_parser(sub) -> None:
                        "--embeddings vectors/ptb.200d.txt --seeds 1,2,3 --max-time 5")
     p.add_argument("corpus", type=Path, help="corpus folder (with --status or --cancel: the "
                    "sweep folder)")
-    p.add_argument("--out", type=Path, help="sweep folder (created)")
+    p.add_argument("--out", type=output_path, help="sweep folder (created)")
     add_settings(p, SweepOptions)
     p.add_argument("--dry-run", action="store_true",
                    help="print the `lmlow train` commands, one per line (for another scheduler, "
@@ -388,7 +388,7 @@ def _compare_parser(sub) -> None:
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--csv", action="store_true", help="print CSV instead of Markdown")
     fmt.add_argument("--json", action="store_true", help="print JSON (with the curves)")
-    p.add_argument("--out", type=Path, metavar="DIR",
+    p.add_argument("--out", type=output_path, metavar="DIR",
                    help="also write DIR/compare.md, compare.csv, compare.json, curves.png "
                    "(validation perplexity against updates and minutes) and, for runs trained "
                    "with --track-frequency, frequency_curves.png (their frequency.jsonl)")

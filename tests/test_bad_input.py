@@ -53,6 +53,9 @@ CASES = [
     (["unk", "C", "--out", "C", "--force"], "must differ from the corpus folder", None),
     (["unk", "C", "--out", "O", "--threshold", "x"], "--threshold", "O"),
     (["stats", "C", "--thresholds=0,-1"], "each K must be >= 0", None),   # a K=-1 row before
+    # `--out -` wrote a file or folder named '-' where the Unix habit expects the terminal
+    (["vocab", "C", "--out", "-"], "'-' is standard output", None),
+    (["train", "C", "--out", "-", "--preset", "tiny"], "'-' is standard output", None),
     # a K above every word's count (once a model of <unk> and <eos>, valid perplexity 1.99)
     (["unk", "C", "--out", "O", "--threshold", "100000000"], "UNK threshold 100000000", "O"),
     (["train", "C", "--out", "O", "--unk-threshold", "100000000"], "every token would be <unk>", "O"),
