@@ -9,7 +9,7 @@ import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-from lmlow.config import describe_range
+from lmlow.config import Config, describe_range, in_range
 
 
 # --------------------------------------------------------------------------- value types
@@ -35,12 +35,13 @@ str_list = comma_list(str, "names")
 
 
 def unk_thresholds(text: str) -> list[int]:
-    """``lmlow stats --thresholds``: K values of the UNK rule, each >= 0 (as --unk-threshold;
-    a negative K made a table row of its own that meant K=0)."""
-    values = int_list(text)
+    """``lmlow stats --thresholds``: K values of the UNK rule, each in --unk-threshold's range
+    (``Config.RANGES``; a negative K made a table row of its own that meant K=0)."""
+    values, allowed = int_list(text), Config.RANGES["unk_threshold"]
     for k in values:
-        if k < 0:
-            raise argparse.ArgumentTypeError(f"each K must be >= 0 (as --unk-threshold), got {k}")
+        if not in_range(k, allowed):
+            raise argparse.ArgumentTypeError(f"each K must be {describe_range(allowed)} (as "
+                                             f"--unk-threshold), got {k}")
     return values
 
 
@@ -176,7 +177,6 @@ def add_run(p, what: str = "run folder", checkpoint: bool = True, device: bool =
                        "validation)")
     if not device:
         return
-    from lmlow.config import Config
     p.add_argument("--device", default=Config.device, choices=Config.CHOICES["device"],
                    help=f"where to run the model (default: {Config.device}; auto is a GPU if "
                    "torch sees one)")

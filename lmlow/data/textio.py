@@ -114,6 +114,7 @@ def _terminal(st: os.stat_result) -> bool:
 
 
 MAX_LINE = 1 << 26     # 64 MiB: a longer line is not line-based text
+READ_ERRORS = (OSError, EOFError, zlib.error)   # a read that failed: I/O, a truncated or corrupt .gz
 
 
 def numbered_lines(path: Path, f) -> Iterator[tuple[int, bytes]]:
@@ -125,7 +126,7 @@ def numbered_lines(path: Path, f) -> Iterator[tuple[int, bytes]]:
     while True:
         try:
             raw = f.readline(MAX_LINE)
-        except (OSError, EOFError, zlib.error) as e:    # a truncated or corrupt gzip stream
+        except READ_ERRORS as e:
             raise LmlowError(f"{path}:{lineno + 1}: cannot read ({e})") from None
         if not raw:
             return
@@ -153,7 +154,7 @@ def iter_text(path: Path, empty: str = "no text") -> Iterator[tuple[int, str]]:
                 if text:
                     any_text = True
                     yield lineno, text
-        except (OSError, EOFError, zlib.error) as e:  # the head of a corrupt gzip stream
+        except READ_ERRORS as e:          # in _refuse_binary's look at the head
             raise LmlowError(f"{path}: cannot read ({e})") from None
     if not any_text:
         raise LmlowError(f"{path}: empty file ({empty})")
