@@ -93,18 +93,29 @@ def open_own(path: Path, mode: str = "a"):
 
 
 @contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
+def atomic_path(path: Path, exclusive: bool = False) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces ``path`` in one rename, on
     failure it is removed and ``path`` is untouched. The temporary name is created afresh
     (a link planted under it is removed first, not written through); the rename replaces a
     link at ``path`` itself, never what it points to. Missing folders above ``path`` are
-    created, and removed again if the write fails."""
+    created, and removed again if the write fails.
+
+    ``exclusive``, for a command that holds its output for hours (``lmlow embed``): the
+    temporary is locked (``flock``) while it is held, and a second command whose output is
+    the same file is refused in one line, before its own hours of work, not at the end; so is
+    a folder that takes no files or a name too long, because the temporary is made first."""
     path = Path(path)
     refuse_special(path)
     tmp = temporary_path(path)
     created = make_folder(path.parent)
+    fd = None
     try:
-        _create_empty(tmp, path)
+        fd = _create_empty(tmp, path)
+        if exclusive:
+            _claim(fd, tmp, path)
+        else:
+            os.close(fd)
+            fd = None
         yield tmp
         check_stop()
         os.replace(tmp, path)
@@ -113,6 +124,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
             raise
         raise LmlowError(f"{path}: cannot write ({e.strerror or e})") from None
     finally:
+        if fd is not None:
+            os.close(fd)                  # releases the flock
         try:
             tmp.unlink(missing_ok=True)
         except OSError:        # a name it could not take (too long) was never created
@@ -121,16 +134,51 @@ def atomic_path(path: Path) -> Iterator[Path]:
             remove_if_empty(created)
 
 
-def _create_empty(tmp: Path, path: Path) -> None:
-    """Create ``tmp`` anew, empty (a link planted under its name is removed first). Any
-    refusal is the output's: a name the file system will not take (too long, or in a folder
-    such as /proc that makes no files) says so in one line naming ``path``."""
+def _create_empty(tmp: Path, path: Path) -> int:
+    """Create ``tmp`` anew, empty (a link planted under its name is removed first), and
+    return its descriptor. Any refusal is the output's: a name the file system will not take
+    (too long, or in a folder such as /proc that makes no files) says so in one line naming
+    ``path``."""
     try:
         if os.path.lexists(tmp):
             os.unlink(tmp)
-        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644))
+        return os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o644)
     except OSError as e:
+        if e.errno == errno.ENAMETOOLONG and len(os.fsencode(path.name)) <= NAME_MAX:
+            extra = len(os.fsencode(tmp.name)) - NAME_MAX
+            raise LmlowError(f"{path}: name {extra} bytes too long for the temporary file "
+                             f"lmlow writes first (the name + {tmp.name[len(path.name):]}; "
+                             f"a name takes at most {NAME_MAX} bytes); shorten it") from None
         raise LmlowError(f"{path}: cannot write ({e.strerror or e})") from None
+
+
+NAME_MAX = 255          # bytes in one file name on Linux's file systems
+
+
+def _claim(fd: int, tmp: Path, path: Path) -> None:
+    """Lock our temporary ``tmp`` (open as ``fd``), then refuse if another live command holds
+    the temporary of the same ``path``. Locking first and looking second means two commands
+    that start at the same instant cannot both go on (at worst both stop); a temporary left by
+    a killed command holds no lock and does not count."""
+    import fcntl
+    import glob
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    for other in path.parent.glob(glob.escape(path.name) + ".tmp[0-9]*"):
+        if other.name == tmp.name:
+            continue
+        try:
+            ofd = os.open(other, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue                      # gone meanwhile, or a link: not a command's temporary
+        try:
+            fcntl.flock(ofd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            raise LmlowError(f"{path}: another lmlow command is writing it now (its temporary "
+                             f"{other.name}); wait for it to end or choose another name") from None
+        finally:
+            os.close(ofd)
+        remove_if_owner_gone([other])     # what a killed command left
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -271,23 +271,32 @@ def embed(texts: list[Path], out: Path, cfg: GloveConfig = GloveConfig(),
           work_dir: Path | None = None, force: bool = False,
           show_progress: bool = True) -> tuple[GloveReport, list[Path]]:
     """``lmlow embed``: train vectors on ``texts`` and write them to ``out`` (GloVe text) and
-    the ``.npz`` beside it; the outputs are checked before hours of work."""
+    the ``.npz`` beside it. The outputs are checked and their temporaries made and held before
+    hours of work: a folder that takes no files, a name too long, or a second ``embed`` to the
+    same ``--out`` is refused at the start, not at the end."""
     cfg.validate()
-    refuse_overwrite([Path(out), Path(out).with_suffix(".npz")], force)
-    kv, report = train_glove(texts, cfg, show_progress, work_dir)
-    return report, save_vectors(kv, out, force=force)
+    out = Path(out)
+    npz = out.with_suffix(".npz")
+    refuse_overwrite([out, npz], force)
+    with atomic_path(out, exclusive=True) as tmp, atomic_path(npz, exclusive=True) as tmp_npz:
+        kv, report = train_glove(texts, cfg, show_progress, work_dir)
+        _write_pair(kv, tmp, tmp_npz)              # renamed npz, then text
+    return report, [out, npz]
 
 
 def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:
     """Write GloVe text (``out``) and lmlow's fast, pickle-free ``.npz`` beside it, as a pair:
     both are written under temporary names and renamed only once both are complete, so a
     failure (a full disk) leaves neither, and never a new text file beside an older ``.npz``."""
-    from lmlow.embeddings import write_npz
-
     out = Path(out)
     npz = out.with_suffix(".npz")
     refuse_overwrite([out, npz], force)
     with atomic_path(out) as tmp, atomic_path(npz) as tmp_npz:   # renamed npz, then text
-        kv.save_word2vec_format(str(tmp), write_header=False)
-        write_npz(kv, tmp_npz)
+        _write_pair(kv, tmp, tmp_npz)
     return [out, npz]
+
+
+def _write_pair(kv, text: Path, npz: Path) -> None:
+    from lmlow.embeddings import write_npz
+    kv.save_word2vec_format(str(text), write_header=False)
+    write_npz(kv, npz)

@@ -310,7 +310,10 @@ CASES = [
     (["vocab", "C", "--out", "O/" + "x" * 256 + "/v.txt"], "file name too long", "O"),
     (["train", "C", "--out", "O/" + "x" * 256, "--preset", "tiny"], "file name too long", "O"),
     (["prepare", "C/train.txt", "--out", "O/" + "x" * 256], "file name too long", "O"),
-    (["export", "R", "--out", "O/" + "x" * 250 + ".pt2"], "cannot write (file name too long)", "O"),
+    # a name the file system takes, but not with lmlow's temporary suffix: said so, with by how
+    # much (it was "File name too long" for a name that is not)
+    (["export", "R", "--out", "O/" + "x" * 250 + ".pt2"],
+     "bytes too long for the temporary file lmlow writes first", "O"),
     (["export", "R", "--out", "/proc/self/lmlow-test/m.pt2"], "cannot create the folder", None),
     (["ngram", "C", "--out", "/proc/self/lmlow-test"], "cannot create the folder", None),
     (["analyze", "R", "--out", "/proc/self/lmlow-test"], "cannot create the folder", None),
@@ -321,6 +324,8 @@ CASES = [
     (["train", "C", "--out", "O", "--preset", "tiny", "--batch-size", "1000000"],
      "too few for --batch-size 1000000", "O"),
     (["ngram", "EV", "--out", "O", "--order", "3"], "EV/valid.txt: empty file", "O"),
+    # a negative split seed, accepted alone among lmlow's seeds
+    (["prepare", "C/train.txt", "--out", "O", "--seed", "-1"], "--seed -1: must be in [0,", "O"),
     # a truncated .gz among prepare's documents (an EOFError traceback before)
     (["prepare", "GZ", "--out", "O"], "GZ/b.txt.gz:1: cannot read", "O"),
     # and inputs whose names are too long (a traceback before)

@@ -85,6 +85,52 @@ def test_embed_cli_refuses_to_overwrite(tmp_path):
     assert r.returncode == 1 and "--force" in r.stderr and out.read_text() == "mine\n"
 
 
+HOLD = """import sys
+from lmlow.files import atomic_path
+with atomic_path(sys.argv[1], exclusive=True):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_embed_holds_its_outputs_from_the_start(tmp_path, monkeypatch):
+    """A second `lmlow embed` to the same --out was refused only at the end, after its own
+    hours of GloVe training, and an output folder that takes no files (/proc) only after
+    training too. Now both outputs' temporaries are made and locked first: both cases are
+    refused before any training; a temporary left by a killed embed holds no lock, does not
+    count, and is cleared by the next one."""
+    import signal
+
+    import lmlow.glove as G
+    from lmlow.errors import LmlowError
+    out = tmp_path / "v.txt"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before checking its outputs")
+    monkeypatch.setattr(G, "train_glove", no_training)
+    cfg = GloveConfig(dim=8, epochs=1, threads=1)
+    try:
+        with pytest.raises(LmlowError, match="v.txt: another lmlow command is writing it now"):
+            G.embed([PRETRAIN], out, cfg, show_progress=False)
+        with pytest.raises(LmlowError, match="lmlow-test.txt: cannot write"):
+            G.embed([PRETRAIN], Path("/proc/self/lmlow-test.txt"), cfg, show_progress=False)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    stale = [p.name for p in tmp_path.iterdir()]
+    assert stale == [f"v.txt.tmp{holder.pid}"]              # what the kill left
+    monkeypatch.undo()
+    import gzip
+    with gzip.open(PRETRAIN, "rt", encoding="utf-8") as f:
+        text = tmp_path / "t.txt"
+        text.write_text("".join(line for _, line in zip(range(2000), f)), encoding="utf-8")
+    G.embed([text], out, cfg, show_progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt", "v.npz", "v.txt"]
+
+
 def test_every_line_end_gets_an_eos_vector_unless_asked_not_to(tmp_path):
     """GloVe reads each line with <eos> at its end, as the LM does, so the LM's line-end row
     gets a vector; --eos no leaves it out. The counted tokens say which text GloVe read."""

@@ -21,7 +21,7 @@ from typing import Iterator
 
 from lmlow.data.corpus import PREPARATION, SPLITS, corpus_preparation
 from lmlow.data.textio import decode_line, iter_lines, numbered_lines, open_binary
-from lmlow.config import check_values, setting
+from lmlow.config import SEED_RANGE, check_values, setting
 from lmlow.data.tokenize import (TOKENIZERS, Normalisation, make_tokenizer, preparation_record,
                                   recorded_tokenisation)
 from lmlow.errors import LmlowError
@@ -77,9 +77,10 @@ class PrepareOptions:
                                 "pretraining text read as the LM's corpus reads its words, so "
                                 "its vectors cover them", parse=Path, metavar="CORPUS")
     CHOICES: typing.ClassVar[dict] = {"tokenizer": TOKENIZERS, "documents": DOC_MODES}
+    RANGES: typing.ClassVar[dict] = {"seed": SEED_RANGE}     # as every other --seed of lmlow
 
     def validate(self) -> "PrepareOptions":
-        check_values(self, {})
+        check_values(self)
         for flag, size in (("--valid", self.valid), ("--test", self.test)):
             if parse_size(str(size)) == 0 and not self.no_split:
                 raise LmlowError(f"{flag} 0: a corpus needs {flag[2:]} text (training stops "
