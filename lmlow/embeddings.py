@@ -1,4 +1,5 @@
-"""Pretrained word vectors: loading (through gensim), validation, coverage and neighbours.
+"""Pretrained word vectors: loading (text formats by lmlow's own reader, the others through
+gensim), validation, coverage and neighbours.
 
 Formats, told apart by name and first line: GloVe text (no header), word2vec text (a
 ``COUNT DIM`` header), word2vec binary (``.bin``), lmlow's fast format (``.npz``: the words
@@ -53,99 +54,137 @@ def load_vectors(path: Path, allow_pickle: bool = False):
         raise LmlowError(f"{path}: a gensim file is a Python pickle, which can run code when "
                          "loaded; pass --allow-pickle if you trust it, or use GloVe text or "
                          "lmlow's .npz (written by `lmlow embed`)")
+    if fmt in ("glove", "word2vec-text"):
+        return read_text_vectors(path, header=fmt == "word2vec-text")
     try:
         if fmt == "gensim":
             kv = KeyedVectors.load(str(path))
         elif fmt == "npz":
             kv = _load_npz(path)
         else:
-            kv = KeyedVectors.load_word2vec_format(
-                str(path), binary=fmt == "word2vec-bin", no_header=fmt == "glove",
-                unicode_errors="strict")
+            kv = KeyedVectors.load_word2vec_format(str(path), binary=True, unicode_errors="strict")
     except LmlowError:
         raise
-    except Exception as e:  # gensim reports bad lines without their number: find it
-        if fmt in ("glove", "word2vec-text"):
-            check_text_vectors(path, header=fmt == "word2vec-text")
+    except Exception as e:
         raise LmlowError(f"{path}: cannot read {fmt} vectors ({type(e).__name__}: {e})") from None
-    if fmt in ("glove", "word2vec-text"):
-        _check_duplicates(path, kv, header=fmt == "word2vec-text")
-        _drop_bom(path, kv)
     bad = np.flatnonzero(~np.isfinite(kv.vectors).all(axis=1))
     if len(bad):
-        where = f":{bad[0] + 1 + (fmt == 'word2vec-text')}" if fmt in ("glove", "word2vec-text") else ""
-        raise LmlowError(f"{path}{where}: vector of {kv.index_to_key[bad[0]]!r} has NaN or "
-                         f"infinite values ({len(bad)} such vectors)")
+        raise LmlowError(f"{path}: vector of {kv.index_to_key[bad[0]]!r} has NaN or infinite "
+                         f"values ({len(bad)} such vectors)")
     if len(kv) == 0:
         raise LmlowError(f"{path}: no vectors")
-    if kv.vector_size == 0:        # gensim reads a file of bare words as 0-d vectors
-        where = f":{1 + (fmt == 'word2vec-text')}" if fmt in ("glove", "word2vec-text") else ""
-        raise LmlowError(f"{path}{where}: {kv.index_to_key[0]!r} has no values; a vector line "
-                         "is a word and its numbers")
+    if kv.vector_size == 0:
+        raise LmlowError(f"{path}: vectors of 0 dimensions")
     return kv
 
 
-def check_text_vectors(path: Path, header: bool) -> None:
-    """Scan a text vector file and raise at the first malformed line."""
-    dim = None
-    with open_binary(path) as f:
-        for lineno, raw in numbered_lines(path, f):
-            fields = decode_line(path, lineno, raw).rstrip("\n").split(" ")
-            fields = [x for x in fields if x]
-            if header and lineno == 1:
-                dim = int(fields[1])
-                continue
-            if not fields:
-                raise LmlowError(f"{path}:{lineno}: empty line")
-            values = fields[1:]
-            if dim is None:
-                dim = len(values)
-            if len(values) != dim:
-                raise LmlowError(f"{path}:{lineno}: {len(values)} values for {fields[0]!r}, "
-                                 f"expected {dim} (inconsistent dimensions)")
-            for v in values:
-                try:
-                    x = float(v)
-                except ValueError:
-                    raise LmlowError(f"{path}:{lineno}: {v!r} is not a number") from None
-                if not math.isfinite(x):
-                    raise LmlowError(f"{path}:{lineno}: vector of {fields[0]!r} has NaN or infinite values")
+def read_text_vectors(path: Path, header: bool):
+    """GloVe text (``header=False``) or word2vec text (a ``COUNT DIM`` first line), with every
+    error naming its line: a line with fewer numbers than the others (gensim filled it from
+    what it had), a value that is not a number, NaN or infinity, a duplicate word (gensim kept
+    the first silently), invalid UTF-8, a header whose count is wrong. Fields may be separated
+    by spaces or tabs. A line with *more* fields than a word and ``DIM`` numbers is a word with
+    spaces in it (Stanford's glove.840B has ``at name@domain.com``): no corpus token can have
+    one, so it is skipped, with a note giving the count and the first line. The matrix is
+    allocated once, from a first pass that counts the lines (as gensim's reader does); the
+    vectors are gensim's reader's to the bit, about 4x faster (BENCHMARKS.md)."""
+    from gensim.models import KeyedVectors
 
-
-def _drop_bom(path: Path, kv) -> None:
-    """A byte-order mark at the start of a text vector file is part of gensim's first word:
-    give the vector to the word itself."""
-    from lmlow.data.textio import BOM, note_bom
-    first = kv.index_to_key[0]
-    if first.startswith(BOM):
-        note_bom(path)
-        kv.index_to_key[0] = first[1:]
-        kv.key_to_index = {w: i for i, w in enumerate(kv.index_to_key)}
-
-
-def _check_duplicates(path: Path, kv, header: bool) -> None:
-    """gensim keeps the first of duplicate words silently, and fills a line with fewer
-    numbers than the others from what it has: a user should hear about both, with the line."""
-    seen = set()
+    dim, count, lines = _text_shape(path, header)
+    kv = KeyedVectors(dim, count=lines)
+    vectors, words, index, spaced = kv.vectors, [], {}, []
+    line_of = np.empty(lines, dtype=np.int64)      # for a duplicate's message
     with open_binary(path) as f:
         for lineno, raw in numbered_lines(path, f):
             if header and lineno == 1:
                 continue
             fields = raw.split()
-            if b"\t" in raw.strip():        # gensim splits at spaces only: a 0-d vector
-                raise LmlowError(f"{path}:{lineno}: fields separated by tabs; a vector line is "
-                                 "a word and its numbers separated by spaces (`tr '\\t' ' '` "
-                                 "converts the file)")
-            if len(fields) - 1 != kv.vector_size:
-                raise LmlowError(f"{path}:{lineno}: {len(fields) - 1} values for "
-                                 f"{decode_line(path, lineno, fields[0]) if fields else ''!r}, "
-                                 f"expected {kv.vector_size} (inconsistent dimensions)")
-            word = raw.split(b" ", 1)[0]
-            if word in seen:
-                raise LmlowError(f"{path}:{lineno}: duplicate word {decode_line(path, lineno, word)!r}")
-            seen.add(word)
-    if len(seen) != len(kv):
-        raise LmlowError(f"{path}: read {len(kv)} vectors but the file has {len(seen)} words")
+            if not fields:
+                raise LmlowError(f"{path}:{lineno}: empty line")
+            n = len(fields) - 1
+            cut = max(1, n - dim + 1)                  # the word is everything before the numbers
+            word = decode_line(path, lineno, b" ".join(fields[:cut]))
+            if n < dim:
+                raise LmlowError(f"{path}:{lineno}: {n} values for {word!r}, expected {dim} "
+                                 "(inconsistent dimensions)")
+            try:
+                row = np.array(fields[cut:], dtype=np.float32)
+            except ValueError:
+                bad = next(v for v in fields[cut:] if not _is_number(v))
+                raise LmlowError(f"{path}:{lineno}: {decode_line(path, lineno, bad)!r} is not a "
+                                 "number") from None
+            if not np.isfinite(row).all():
+                raise LmlowError(f"{path}:{lineno}: vector of {word!r} has NaN or infinite values")
+            if cut > 1:
+                spaced.append((lineno, word))
+                continue
+            if word in index:
+                raise LmlowError(f"{path}:{lineno}: duplicate word {word!r} (first at line "
+                                 f"{line_of[index[word]]})")
+            index[word] = len(words)
+            vectors[len(words)] = row
+            line_of[len(words)] = lineno
+            words.append(word)
+    if count is not None and count != len(words) + len(spaced):
+        raise LmlowError(f"{path}:1: the header says {count} vectors; the file has "
+                         f"{len(words) + len(spaced)}")
+    if spaced:
+        from lmlow.data.textio import note_once
+        note_once(path, "spaced", f"{len(spaced)} vectors of words with spaces in them skipped "
+                  f"(no corpus token has a space); the first, {spaced[0][1]!r}, at line "
+                  f"{spaced[0][0]}")
+    if not words:
+        raise LmlowError(f"{path}: no vectors")
+    kv.index_to_key, kv.key_to_index, kv.next_index = words, index, len(words)
+    if len(words) < lines:                         # as gensim's reader trims its own
+        kv.vectors = np.ascontiguousarray(vectors[:len(words)])
+    return kv
+
+
+def _text_shape(path: Path, header: bool, sample: int = 1000) -> tuple[int, int | None, int]:
+    """The number of values per vector (the header's, or the most common among the first
+    ``sample`` lines: a first line with a spaced word must not set it), the header's count,
+    and the number of vector lines (counted in blocks: one fast pass)."""
+    from collections import Counter
+
+    from lmlow.data.textio import READ_ERRORS
+    seen, first, dim, count, newlines, last = Counter(), None, None, None, 0, b"\n"
+    with open_binary(path) as f:
+        for lineno, raw in numbered_lines(path, f):
+            fields, last = raw.split(), raw[-1:]
+            newlines += last == b"\n"
+            if header and lineno == 1:
+                count, dim = map(int, fields)
+                continue
+            if fields:
+                seen[len(fields) - 1] += 1
+                first = first or (lineno, fields[0])
+            if lineno >= sample:
+                break
+        try:
+            for block in iter(lambda: f.read(1 << 24), b""):
+                newlines += block.count(b"\n")
+                last = block[-1:]
+        except READ_ERRORS as e:
+            raise LmlowError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    lines = newlines + (last != b"\n") - header   # a last line without its line feed counts
+    if first is None:
+        raise LmlowError(f"{path}: no vectors")
+    common = max(seen, key=lambda n: (seen[n], n))  # a tie (a tiny file): a short line is the error
+    if common == 0:
+        raise LmlowError(f"{path}:{first[0]}: {decode_line(path, first[0], first[1])!r} has no "
+                         "values; a vector line is a word and its numbers")
+    if dim is not None and dim != common:          # before a matrix of the header's size exists
+        raise LmlowError(f"{path}:1: the header says {dim} dimensions; the vectors have {common}")
+    return common, count, lines
+
+
+def _is_number(text: bytes) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 def vector_words(path: Path, allow_pickle: bool = False) -> list[str]:

@@ -22,7 +22,7 @@ from conftest import cli, write_corpus
 # evaluation, RAW0 R without its corpus's preparation record, RBAD R with a damaged one, CP the
 # corpus with a damaged prepare.json, CL the corpus recorded as prepared without --lowercase;
 # word lists for --vocab: E blank lines only, SP only <eos> and <unk>, SL with KenLM's <s>, </s>;
-# P a named pipe; TAB vectors separated by tabs; EV a corpus whose valid.txt is empty;
+# P a named pipe; EV a corpus whose valid.txt is empty;
 # GZ a folder of documents, one of them a truncated .gz.
 CASES = [
     # prepare
@@ -46,8 +46,6 @@ CASES = [
     (["vocab", "C", "--embeddings", "NAN"], "NaN", None),
     (["vocab", "C", "--embeddings", "K"], "--allow-pickle", None),
     (["vocab", "C", "--embeddings", "W"], "W:1: 'the' has no values", None),   # 0-d vectors
-    (["stats", "C", "--embeddings", "TAB"], "TAB:1: fields separated by tabs", None),
-    (["train", "C", "--out", "O", "--init", "glove", "--embeddings", "TAB"], "separated by tabs", "O"),
     (["train", "C", "--out", "O", "--init", "glove", "--embeddings", "W"], "W:1:", "O"),
     (["vocab", "B"], "not valid UTF-8", None),
     (["unk", "C", "--out", "C", "--force"], "must differ from the corpus folder", None),
@@ -384,7 +382,6 @@ def places(speech_corpus, tmp_path_factory):
     (root / "gz-docs" / "a.txt").write_text("one document\n")
     (root / "gz-docs" / "b.txt.gz").write_bytes(gzip.compress(b"another document\n")[:-12])
     write_corpus(root / "empty-valid", "a b c\nb c a\n", "", "a b\n")
-    (root / "tabs.txt").write_text("the\t0.1\t0.2\nof\t0.3\t0.4\n")   # a TSV export
     (root / "blank.txt").write_text("\n  \n\n")                # a word list without a word
     (root / "specials.txt").write_text("<eos>\n<unk>\n")       # nor one besides the specials
     (root / "sentence-marks.txt").write_text("the\n<s>\n</s>\n")  # KenLM's reserved words
@@ -399,7 +396,7 @@ def places(speech_corpus, tmp_path_factory):
             "M": moved, "T": root / "lr.toml", "U": root / "unknown.toml", "G": root / "grid.toml",
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
-            "W": root / "words.txt", "TAB": root / "tabs.txt", "EV": root / "empty-valid", "GZ": root / "gz-docs", "E": root / "blank.txt", "SP": root / "specials.txt",
+            "W": root / "words.txt", "EV": root / "empty-valid", "GZ": root / "gz-docs", "E": root / "blank.txt", "SP": root / "specials.txt",
             "SL": root / "sentence-marks.txt", "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}

@@ -38,13 +38,70 @@ def test_formats_load_the_same_vectors(tmp_path):
     ("the 0.1 0.2 0.3\nunion 0.4 0.5\n", "v.txt:2: 2 values for 'union', expected 3"),
     ("the 0.1 0.2 0.3\nunion 0.4 zero 0.6\n", "v.txt:2: 'zero' is not a number"),
     ("the 0.1 0.2 0.3\nunion 0.4 nan 0.6\n", "v.txt:2: vector of 'union' has NaN"),
-    ("the 0.1 0.2 0.3\nthe 0.4 0.5 0.6\n", "v.txt:2: duplicate word 'the'"),
+    ("the 0.1 0.2 0.3\nthe 0.4 0.5 0.6\n", "v.txt:2: duplicate word 'the' (first at line 1)"),
     ("", "v.txt: empty file"),
+    ("the 0.1 0.2 0.3\nunion 0.4 inf 0.6\n", "v.txt:2: vector of 'union' has NaN or infinite"),
+    ("3 3\nthe 0.1 0.2 0.3\nunion 0.4 0.5 0.6\n", "v.txt:1: the header says 3 vectors; the file has 2"),
+    ("1 3\nthe 0.1 0.2 0.3\nunion 0.4 0.5 0.6\n", "v.txt:1: the header says 1 vectors; the file has 2"),
+    ("2 3\nthe 0.1 0.2\nunion 0.4 0.5 0.6\n", "v.txt:2: 2 values for 'the', expected 3"),
+    ("the\nunion\n", "v.txt:1: 'the' has no values"),
+    # a header's dimension is checked before a matrix of its size is allocated
+    ("2 1000000000\nthe 0.1 0.2 0.3\nunion 0.4 0.5 0.6\n",
+     "v.txt:1: the header says 1000000000 dimensions; the vectors have 3"),
+    ("2 2\nthe 0.1 0.2 0.3\nunion 0.4 0.5 0.6\n", "v.txt:1: the header says 2 dimensions"),
 ])
 def test_malformed_files_name_file_and_line(tmp_path, text, message):
     f = write(tmp_path, "v.txt", text)
     with pytest.raises(LmlowError, match=re.escape(message)):
         load_vectors(f)
+
+
+def test_text_vectors_read_as_gensims_reader_reads_them(vectors, tmp_path):
+    """lmlow reads GloVe and word2vec text itself (one pass, errors with their line); on real
+    GloVe vectors it gives gensim's reader's words in order and the same float32 bits."""
+    from gensim.models import KeyedVectors
+    ref = KeyedVectors.load_word2vec_format(str(vectors), no_header=True)
+    ours = load_vectors(vectors)
+    assert ours.index_to_key == ref.index_to_key and ours.key_to_index == ref.key_to_index
+    assert ours.vectors.dtype == np.float32 and np.array_equal(ours.vectors, ref.vectors)
+    ref.save_word2vec_format(str(tmp_path / "w.txt"))              # with its header
+    assert np.array_equal(load_vectors(tmp_path / "w.txt").vectors, ref.vectors)
+
+
+def test_a_word_with_spaces_is_skipped_with_a_note(tmp_path, capsys):
+    """Stanford's glove.840B has lines such as `at name@domain.com 0.1 ...`: more fields than a
+    word and its numbers. gensim's reader fails on the whole file; no corpus token has a space,
+    so lmlow skips the vector and says how many it skipped and where the first is, even when
+    it is the first line (the dimension is the common count, not the first line's)."""
+    text = ("at name@domain.com 0.9 0.9 0.9\n" + GLOVE + ". . . 0.5 0.5 0.5\n"
+            "to name@domain.com 0.7 0.7 0.7\n")
+    kv = load_vectors(write(tmp_path, "v.txt", text))
+    assert kv.index_to_key == ["the", "union", "senate"] and kv.vector_size == 3
+    np.testing.assert_allclose(kv["senate"], [-0.1, 0.0, 1e-3], rtol=1e-6)
+    assert ("v.txt: 3 vectors of words with spaces in them skipped (no corpus token has a "
+            "space); the first, 'at name@domain.com', at line 1") in capsys.readouterr().err
+    with pytest.raises(LmlowError, match="v.txt:3: 'x' is not a number"):
+        load_vectors(write(tmp_path, "v.txt", "a 1 2 3\nb 1 2 3\nat c 1 x 3\n"))
+
+
+def test_a_word_not_in_utf8_is_named_by_line(tmp_path):
+    f = tmp_path / "v.txt"
+    f.write_bytes(b"the 0.1 0.2 0.3\nun\xefon 0.4 0.5 0.6\n")       # Latin-1
+    with pytest.raises(LmlowError, match=r"v.txt:2: not valid UTF-8 \(byte 0xef at column 3\)"):
+        load_vectors(f)
+
+
+@pytest.mark.parametrize("variant", [lambda t: t.replace(" ", "\t"),      # a TSV export
+                                     lambda t: t.replace("\n", "\r\n"),    # Windows line ends
+                                     lambda t: t.rstrip("\n"),               # no last line feed
+                                     lambda t: "3 3\n" + t.rstrip("\n")])   # word2vec text
+def test_variants_of_a_vector_file_read_the_same(tmp_path, variant):
+    """Tabs (gensim's reader made 0-d vectors of a TSV export), CRLF line ends, a last line
+    without its line feed: the same vectors as the plain file, none missing or extra."""
+    kv = load_vectors(write(tmp_path, "t.txt", variant(GLOVE)))
+    ref = load_vectors(write(tmp_path, "v.txt", GLOVE))
+    assert kv.index_to_key == ref.index_to_key and np.array_equal(kv.vectors, ref.vectors)
+    assert kv.vectors.shape == (3, 3) and kv.key_to_index == {"the": 0, "union": 1, "senate": 2}
 
 
 def test_binary_garbage_is_refused(tmp_path):

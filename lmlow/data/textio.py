@@ -202,7 +202,7 @@ BOM = "\ufeff"
 _NOTED: set[tuple[str, str]] = set()
 
 
-def _note_once(path: Path, kind: str, text: str) -> None:
+def note_once(path: Path, kind: str, text: str) -> None:
     """A note on stderr, once per file and kind (a file is often read several times)."""
     if (str(path), kind) not in _NOTED:
         _NOTED.add((str(path), kind))
@@ -212,7 +212,7 @@ def _note_once(path: Path, kind: str, text: str) -> None:
 def note_bom(path: Path) -> None:
     """Say once per file that a UTF-8 byte-order mark was dropped (it would have made the first
     word another word: `\ufeffthe`)."""
-    _note_once(path, "bom", "starts with a UTF-8 byte-order mark; ignored")
+    note_once(path, "bom", "starts with a UTF-8 byte-order mark; ignored")
 
 
 def note_carriage_returns(path: Path, first_line: bytes) -> None:
@@ -220,7 +220,7 @@ def note_carriage_returns(path: Path, first_line: bytes) -> None:
     (KenLM reads it so too: both end lines at line feeds); say so, since every line-level
     result (sentences scored, documents split) would silently be about one line."""
     if not first_line.endswith(b"\n") and first_line.count(b"\r") > 1:
-        _note_once(path, "cr", "its lines end in carriage returns alone (classic Mac OS text), "
+        note_once(path, "cr", "its lines end in carriage returns alone (classic Mac OS text), "
                    "so it reads as one line; convert it first: tr '\\r' '\\n' < FILE > NEW")
 
 

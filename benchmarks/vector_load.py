@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Loading a GloVe text vector file: lmlow's reader (``lmlow.embeddings.load_vectors``: one
+pass, every error with its line) against gensim's ``load_word2vec_format(no_header=True)``,
+which lmlow used before (followed by a second pass of its own over the file for duplicates
+and short lines, so the old cost was more than gensim's). Each reader runs in a fresh process,
+so its peak memory (``ru_maxrss`` above the process's own after imports) is its own. The
+digest of words and float32 bits says whether both read the same vectors.
+
+Usage: python benchmarks/vector_load.py FILE [--repeat 3]
+       python benchmarks/vector_load.py --make FILE --words 400000 --dim 300 [--seed 0]
+``--make`` writes a GloVe-format file of random vectors (six decimals, as Stanford's files)
+to measure a file of glove.6B's size without downloading it.
+Measure on a quiet machine and say which CPU.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+READERS = {
+    "lmlow": "from lmlow.embeddings import load_vectors; kv = load_vectors(path)",
+    "gensim": "from gensim.models import KeyedVectors; "
+              "kv = KeyedVectors.load_word2vec_format(path, no_header=True)",
+}
+
+CHILD = """
+import hashlib, json, resource, sys, time
+import numpy as np, gensim, lmlow.embeddings
+path = sys.argv[1]
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+{reader}
+seconds = time.perf_counter() - t0
+digest = hashlib.sha256(np.ascontiguousarray(kv.vectors).tobytes()
+                        + "\\n".join(kv.index_to_key).encode()).hexdigest()
+print(json.dumps({{"seconds": seconds, "peak_mb": (resource.getrusage(resource.RUSAGE_SELF)
+                  .ru_maxrss - base) / 1024, "words": len(kv), "dim": kv.vector_size,
+                  "digest": digest}}))
+"""
+
+
+def measure(name: str, path: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD.format(reader=READERS[name]), path],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def make(path: str, words: int, dim: int, seed: int) -> None:
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for start in range(0, words, 10000):
+            block = rng.standard_normal((min(10000, words - start), dim)).astype(np.float32)
+            f.writelines(f"w{start + i} " + " ".join(f"{x:.6f}" for x in row) + "\n"
+                         for i, row in enumerate(block))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("file")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per reader, best kept (>= 1)")
+    ap.add_argument("--make", action="store_true", help="write a random GloVe file to FILE")
+    ap.add_argument("--words", type=int, default=400000)
+    ap.add_argument("--dim", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    if a.make:
+        make(a.file, a.words, a.dim, a.seed)
+        return
+    best = {}
+    for _ in range(max(1, a.repeat)):
+        for name in READERS:
+            r = measure(name, a.file)
+            if name not in best or r["seconds"] < best[name]["seconds"]:
+                best[name] = r
+    lm, gs = best["lmlow"], best["gensim"]
+    print(f"{a.file}: {lm['words']} words x {lm['dim']} dims; best of {a.repeat}")
+    for name, r in best.items():
+        print(f"  {name:7s} {r['seconds']:7.2f} s   peak +{r['peak_mb']:7.0f} MB")
+    print(f"  gensim / lmlow time: {gs['seconds'] / lm['seconds']:.2f}x; "
+          f"same words and float32 bits: {lm['digest'] == gs['digest']}")
+
+
+if __name__ == "__main__":
+    main()
