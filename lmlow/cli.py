@@ -240,7 +240,8 @@ def cmd_generate(args) -> None:
                                **settings_from(args, Sampling))
     if note and not args.json:
         print(note, file=sys.stderr)
-    print("\n".join(texts))
+    for text in texts:                        # each sample as soon as it is drawn
+        print(text, flush=True)
 
 
 def cmd_bias_sweep(args) -> None:

@@ -137,30 +137,51 @@ def filter_logits(logits, temperature: float = 1.0, top_k: int = 0, top_p: float
     return logits
 
 
-def sample_generators(seed: int, n: int):
-    """One torch generator per sample, seeded from (seed, index)."""
+def sample_generators(seed: int, indices) -> list:
+    """One torch generator per sample index, seeded from (seed, index)."""
     import torch
 
-    states = [np.random.SeedSequence([seed, i]).generate_state(1)[0] for i in range(n)]
+    states = [np.random.SeedSequence([seed, i]).generate_state(1)[0] for i in indices]
     return [torch.Generator().manual_seed(int(s)) for s in states]
 
 
-def sample_ids(model, vocab, prompt_ids: list[int], words: int, samples: int = 1, seed: int = 1,
-               sampling: Sampling | None = None, device=None) -> list[list[int]]:
-    """``samples`` continuations of ``words`` token ids each, after ``<eos>`` + ``prompt_ids``."""
-    import torch
+LOGITS_AT_ONCE = 1 << 24   # samples x vocabulary per step: 64 MB a float32 buffer, a few alive
 
+
+def sample_batch_size(vocab_size: int) -> int:
+    """How many samples are drawn together: as many as keep one step's logits within
+    ``LOGITS_AT_ONCE`` (100,000 samples of a 33k vocabulary in one batch took 10 GB)."""
+    return max(1, LOGITS_AT_ONCE // max(1, vocab_size))
+
+
+def iter_sample_ids(model, vocab, prompt_ids: list[int], words: int, samples: int = 1,
+                    seed: int = 1, sampling: Sampling | None = None,
+                    device=None) -> typing.Iterator[list[int]]:
+    """``samples`` continuations of ``words`` token ids each, after ``<eos>`` + ``prompt_ids``,
+    yielded in order a batch at a time (:func:`sample_batch_size`), so memory stays bounded
+    and a caller can print each as it comes. Sample i depends on (seed, i) only, not on how
+    many are drawn or how they are batched."""
     sampling = (sampling or Sampling()).validate()
     if words < 0 or samples < 1:
         raise LmlowError("--words must be >= 0 and --samples >= 1")
     device = device or next(model.parameters()).device
-    gens = sample_generators(seed, samples)
+    batch = sample_batch_size(len(vocab))
+    for start in range(0, samples, batch):
+        indices = range(start, min(samples, start + batch))
+        yield from _sample_batch(model, vocab, prompt_ids, words, indices, seed, sampling, device)
+
+
+def _sample_batch(model, vocab, prompt_ids, words, indices, seed, sampling, device):
+    import torch
+
+    gens = sample_generators(seed, indices)
+    n = len(gens)
     model.eval()
-    out = np.zeros((samples, words), np.int64)
+    out = np.zeros((n, words), np.int32 if len(vocab) < 2**31 else np.int64)
     with torch.no_grad():
-        hidden = model.init_hidden(samples)
+        hidden = model.init_hidden(n)
         context = torch.tensor([vocab.eos_id, *prompt_ids], dtype=torch.long, device=device)
-        output, hidden, _, _ = model(context.unsqueeze(1).expand(-1, samples).contiguous(), hidden)
+        output, hidden, _, _ = model(context.unsqueeze(1).expand(-1, n).contiguous(), hidden)
         last = output[-1]
         for t in range(words):
             logits = model.logits(last, sampling.bias_scale).float()
@@ -173,6 +194,12 @@ def sample_ids(model, vocab, prompt_ids: list[int], words: int, samples: int = 1
             output, hidden, _, _ = model(torch.tensor([nxt], dtype=torch.long, device=device), hidden)
             last = output[-1]
     return out.tolist()
+
+
+def sample_ids(model, vocab, prompt_ids: list[int], words: int, samples: int = 1, seed: int = 1,
+               sampling: Sampling | None = None, device=None) -> list[list[int]]:
+    """:func:`iter_sample_ids` as a list."""
+    return list(iter_sample_ids(model, vocab, prompt_ids, words, samples, seed, sampling, device))
 
 
 def render(tokens: list[str]) -> str:
@@ -201,11 +228,17 @@ def generate(run, checkpoint: str | None = None, device: str = "auto",
     """Sample continuations from a run (a folder or an open LSTMRun); returns their tokens.
     ``options``: :class:`GenerateOptions` (prompt, tokenised like the corpus, unknown words
     read as ``<unk>``; words; samples; seed) and :class:`Sampling` fields."""
+    return list(iter_generate(run, checkpoint, device, **options))
+
+
+def iter_generate(run, checkpoint: str | None = None, device: str = "auto",
+                  **options) -> typing.Iterator[list[str]]:
+    """:func:`generate`, one sample's tokens at a time, as they are drawn."""
     opts, sampling = split_options(options, GenerateOptions, Sampling)
     run = open_run(run, checkpoint, device)
-    ids = sample_ids(run.model, run.vocab, run.vocab.encode(prompt_words(run, opts)), opts.words,
-                     opts.samples, opts.seed, sampling, run.device)
-    return [run.vocab.decode(s) for s in ids]
+    for ids in iter_sample_ids(run.model, run.vocab, run.vocab.encode(prompt_words(run, opts)),
+                               opts.words, opts.samples, opts.seed, sampling, run.device):
+        yield run.vocab.decode(ids)
 
 
 def prompt_words(run, opts: GenerateOptions) -> list[str]:
@@ -321,10 +354,11 @@ def _bias_sweep(run, opts: BiasSweepOptions, sampling: Sampling, corpus, checkpo
 
 
 def sample_texts(run_dir: Path, checkpoint: str | None = None, device: str = "auto",
-                 as_json: bool = False, **options) -> tuple[str | None, list[str]]:
+                 as_json: bool = False, **options) -> tuple[str | None, typing.Iterator[str]]:
     """``lmlow generate``: a note naming the prompt's words the vocabulary lacks (None if
-    all are known) and one printable text per sample (a JSON line each with ``as_json``);
-    ``options`` as :func:`generate`'s."""
+    all are known) and the printable text of each sample (a JSON line each with ``as_json``),
+    yielded as it is drawn; ``options`` as :func:`generate`'s. The options and the run are
+    checked before this returns."""
     from lmlow.runs import LSTMRun
 
     run = LSTMRun(run_dir, checkpoint, device)
@@ -333,14 +367,16 @@ def sample_texts(run_dir: Path, checkpoint: str | None = None, device: str = "au
     unknown = [w for w in given if w not in run.vocab]
     note = (f"(read as <unk>, not in the vocabulary: {' '.join(unknown[:10])})"
             if unknown else None)
-    out = []
-    for i, tokens in enumerate(generate(run, **options)):
-        text = render(given + tokens)
-        out.append(json.dumps({"sample": i, "seed": opts.seed, "prompt": opts.prompt,
+
+    def texts():
+        for i, tokens in enumerate(iter_generate(run, **options)):
+            text = render(given + tokens)
+            yield (json.dumps({"sample": i, "seed": opts.seed, "prompt": opts.prompt,
                                "tokens": tokens, "text": text}) if as_json
                    else ("\n" if i else "") + text)
-    return note, out
+    return note, texts()
 
 
 __all__ = ["BiasSweepOptions", "GenerateOptions", "Sampling", "bias_sweep", "filter_logits",
-           "generate", "parse_lambdas", "prompt_words", "render", "sample_ids", "sample_texts"]
+           "generate", "iter_generate", "iter_sample_ids", "parse_lambdas", "prompt_words",
+           "render", "sample_ids", "sample_texts"]

@@ -47,6 +47,21 @@ def test_generation_is_repeatable_with_a_seed(run):
     assert generate(run, words=25, samples=1, seed=4)[0] == a[0]   # sample i does not depend on --samples
 
 
+def test_samples_are_drawn_in_bounded_batches_each_the_same(run, monkeypatch):
+    """100,000 samples were one batch (10 GB of logits for a 33k vocabulary); now at most
+    LOGITS_AT_ONCE logits a step. Sample i is still the same, whatever the batching: here
+    batches of 2 against one batch of 5, and the CLI's stream against the list."""
+    import lmlow.generate as G
+    whole = generate(run, words=20, samples=5, seed=3)
+    vocab = load(run).vocab
+    monkeypatch.setattr(G, "LOGITS_AT_ONCE", 2 * len(vocab) + 1)
+    assert G.sample_batch_size(len(vocab)) == 2
+    assert generate(run, words=20, samples=5, seed=3) == whole
+    _, texts = G.sample_texts(run, as_json=True, words=20, samples=5, seed=3)
+    assert not isinstance(texts, list)                     # yielded as each batch is drawn
+    assert [json.loads(t)["tokens"] for t in texts] == whole
+
+
 def test_top_k_1_is_greedy(run):
     r = load(run)
     prompt = r.vocab.encode("the senate".split())
