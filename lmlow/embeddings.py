@@ -10,7 +10,6 @@ says the file is trusted. Text files may be gzipped.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +109,7 @@ def read_text_vectors(path: Path, header: bool):
             try:
                 row = np.array(fields[cut:], dtype=np.float32)
             except ValueError:
-                bad = next(v for v in fields[cut:] if not _is_number(v))
+                bad = next((v for v in fields[cut:] if not _is_number(v)), fields[cut])
                 raise LmlowError(f"{path}:{lineno}: {decode_line(path, lineno, bad)!r} is not a "
                                  "number") from None
             if not np.isfinite(row).all():
@@ -153,8 +152,8 @@ def _text_shape(path: Path, header: bool, sample: int = 1000) -> tuple[int, int 
         for lineno, raw in numbered_lines(path, f):
             fields, last = raw.split(), raw[-1:]
             newlines += last == b"\n"
-            if header and lineno == 1:
-                count, dim = map(int, fields)
+            if header and lineno == 1:                 # digits, as detect_format found them
+                count, dim = map(int, decode_line(path, 1, raw).split())   # (a BOM dropped)
                 continue
             if fields:
                 seen[len(fields) - 1] += 1

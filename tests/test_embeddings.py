@@ -94,7 +94,8 @@ def test_a_word_not_in_utf8_is_named_by_line(tmp_path):
 @pytest.mark.parametrize("variant", [lambda t: t.replace(" ", "\t"),      # a TSV export
                                      lambda t: t.replace("\n", "\r\n"),    # Windows line ends
                                      lambda t: t.rstrip("\n"),               # no last line feed
-                                     lambda t: "3 3\n" + t.rstrip("\n")])   # word2vec text
+                                     lambda t: "3 3\n" + t.rstrip("\n"),    # word2vec text
+                                     lambda t: "\ufeff3 3\n" + t])          # and a BOM (a traceback)
 def test_variants_of_a_vector_file_read_the_same(tmp_path, variant):
     """Tabs (gensim's reader made 0-d vectors of a TSV export), CRLF line ends, a last line
     without its line feed: the same vectors as the plain file, none missing or extra."""
