@@ -17,6 +17,7 @@ import numpy as np
 from lmlow.data.textio import decode_line, numbered_lines, open_binary
 from lmlow.errors import LmlowError
 from lmlow.files import require_regular
+from lmlow.progress import progress
 
 GENSIM_SUFFIXES = (".kv", ".model")
 
@@ -93,10 +94,12 @@ def read_text_vectors(path: Path, header: bool):
     kv = KeyedVectors(dim, count=lines)
     vectors, words, index, spaced = kv.vectors, [], {}, []
     line_of = np.empty(lines, dtype=np.int64)      # for a duplicate's message
-    with open_binary(path) as f:
+    with open_binary(path) as f, progress(f"reading {path.name}", total=lines,
+                                          unit="vec") as bar:
         for lineno, raw in numbered_lines(path, f):
             if header and lineno == 1:
                 continue
+            bar.tokens(1)
             fields = raw.split()
             if not fields:
                 raise LmlowError(f"{path}:{lineno}: empty line")

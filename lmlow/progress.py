@@ -37,12 +37,12 @@ def epochs_bar(iterable, desc: str, enabled: bool = True):
 
 
 @contextmanager
-def progress(desc: str, enabled: bool = True, total: int | None = None):
-    """A token-counting progress bar for streaming work."""
+def progress(desc: str, enabled: bool = True, total: int | None = None, unit: str = "tok"):
+    """A token-counting progress bar for streaming work (``unit``: what it counts)."""
     from tqdm import tqdm
 
     show = shown(enabled)
-    bar = tqdm(desc=desc, total=total, unit="tok", unit_scale=True, leave=False,
+    bar = tqdm(desc=desc, total=total, unit=unit, unit_scale=True, leave=False,
                dynamic_ncols=True) if show else None
     tb = _TokenBar(bar)
     try:

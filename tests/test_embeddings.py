@@ -84,6 +84,18 @@ def test_a_word_with_spaces_is_skipped_with_a_note(tmp_path, capsys):
         load_vectors(write(tmp_path, "v.txt", "a 1 2 3\nb 1 2 3\nat c 1 x 3\n"))
 
 
+def test_reading_a_vector_file_shows_its_progress_on_a_terminal(tmp_path, capsys, monkeypatch):
+    """A glove.840B-sized file takes a minute: on a terminal a bar counts its vectors."""
+    import lmlow.progress
+    monkeypatch.setattr(lmlow.progress, "shown", lambda enabled=True: enabled)
+    load_vectors(write(tmp_path, "v.txt", GLOVE))
+    err = capsys.readouterr().err
+    assert "reading v.txt" in err and "0.00/3.00 " in err and "vec/s" in err   # its 3 vectors
+    monkeypatch.undo()
+    load_vectors(write(tmp_path, "v.txt", GLOVE))
+    assert capsys.readouterr().err == ""                     # not a terminal: no bar
+
+
 def test_a_word_not_in_utf8_is_named_by_line(tmp_path):
     f = tmp_path / "v.txt"
     f.write_bytes(b"the 0.1 0.2 0.3\nun\xefon 0.4 0.5 0.6\n")       # Latin-1
