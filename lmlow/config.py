@@ -604,16 +604,20 @@ PRESETS: dict[str, dict] = {
 }
 
 
+def model_shape(v: dict) -> str:
+    """``200-d embeddings, LSTM 400+400+200`` from settings ``v`` (a Config's or a preset's)."""
+    sizes = [v["hidden_size"]] * (v["layers"] - 1) + [v["out_size"] or v["emb_size"]]
+    body = (f"Transformer {v['layers']}x{v['hidden_size']}, {v['heads']} heads, context "
+            f"{v['context']}" if v["arch"] == "transformer"
+            else f"LSTM {'+'.join(map(str, sizes))}")
+    return f"{v['emb_size']}-d embeddings, {body}"
+
+
 def preset_help() -> str:
     """The --preset help, generated from the presets themselves so it cannot go stale."""
     def shape(name):
         v = {f.name: f.default for f in fields(Config)} | PRESETS[name]
-        sizes = [v["hidden_size"]] * (v["layers"] - 1) + [v["out_size"] or v["emb_size"]]
-        body = (f"Transformer {v['layers']}x{v['hidden_size']}, {v['heads']} heads, context "
-                f"{v['context']}" if v["arch"] == "transformer"
-                else f"LSTM {'+'.join(map(str, sizes))}")
-        return (f"{v['emb_size']}-d embeddings, {body}, "
-                f"{v['optimizer']} lr {v['lr']:g}, batch {v['batch_size']}")
+        return f"{model_shape(v)}, {v['optimizer']} lr {v['lr']:g}, batch {v['batch_size']}"
     return "; ".join(f"{n}: {PRESET_PURPOSE[n]} ({shape(n)})" for n in PRESETS)
 
 

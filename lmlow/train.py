@@ -28,7 +28,7 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
                               model_sizes, pick_device, pick_precision, precision_name,
                               save_checkpoint)
 from lmlow.config import (RESUME_CHANGES, Config, check_settings, file_values, keyword_errors,
-                          same_run_differs)
+                          model_shape, same_run_differs)
 from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
@@ -224,6 +224,7 @@ class Trainer:
         fast_matmuls(self.device, cfg.deterministic)
         self.columns = columns(world, cfg.batch_size)
         self.kv = None if resume else load_embeddings(cfg)  # a resumed model has its weights
+        asked = cfg.emb_size
         self.cfg = cfg = cfg if resume else built_config(cfg, self.kv)
         vocab = checkpoint_vocabulary(resume, cfg) if resume else None
         self.corpus = open_corpus(cfg, self.kv, vocab)
@@ -233,6 +234,8 @@ class Trainer:
         self.model, self.init_report = build_model(
             checkpoint_config(cfg, resume["model"]) if resume else cfg, self.vocab, self.kv,
             frozen_rows=_saved_mask(resume))
+        if cfg.emb_size != asked and not resume:   # the vectors' size, said at the start
+            self.init_report["emb_size_asked"] = asked
         if self.init_report.get("coverage_types_pct") == 0:
             raise LmlowError(f"{cfg.embeddings}: covers none of the {len(self.vocab)} vocabulary "
                              "words, so the 'pretrained' embeddings would be random; check that "
@@ -796,7 +799,11 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
             rows = f"; {describe_rows(r['input_rows'])}" if "input_rows" in r else ""
             arch = "" if trainer.cfg.arch == "lstm" else f"{trainer.cfg.arch}, "
             listed = f" (the words of {trainer.cfg.vocab})" if trainer.cfg.vocab else ""
-            print(f"{arch}{trainer.cfg.describe()}; vocabulary {r['vocabulary']}{listed}; parameters "
+            shape = model_shape(dataclasses.asdict(trainer.cfg))
+            if "emb_size_asked" in r:           # --emb-size (or the preset's) gave way to the vectors
+                shape = shape.replace("-d embeddings", "-d embeddings (the vectors' size, not "
+                                      f"the {r['emb_size_asked']} of the settings)", 1)
+            print(f"{arch}{trainer.cfg.describe()}; {shape}; vocabulary {r['vocabulary']}{listed}; parameters "
                   f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}{rows}; device "
                   f"{trainer.device}{procs}; precision {_precision(trainer)}", flush=True)
         return _finish(trainer)

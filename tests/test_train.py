@@ -217,6 +217,23 @@ def test_min_improvement_stops_on_gains_too_small_to_count(speech_corpus, tmp_pa
     assert r.returncode != 0 and "--min-improvement 1: must be in [0, 1)" in r.stderr
 
 
+def test_the_start_line_says_the_model_size_and_when_the_vectors_set_it(speech_corpus, vectors,
+                                                                         tmp_path, capsys):
+    """Pretrained input vectors fix the embedding size: `--emb-size 50` with 24-d vectors
+    built a 24-d model without a word. The start line now gives the sizes, and says when the
+    vectors' size replaced the settings'."""
+    from conftest import cli
+    code, out, err = cli("train", speech_corpus, "--out", tmp_path / "v", "--preset", "tiny",
+                         "--init", "glove", "--embeddings", vectors, "--emb-size", "50",
+                         "--max-steps", "1", capsys=capsys)
+    assert code == 0, err
+    assert ("; 24-d embeddings (the vectors' size, not the 50 of the settings), LSTM 48+24; "
+            in out.splitlines()[0])
+    code, out, err = cli("train", speech_corpus, "--out", tmp_path / "r", "--preset", "tiny",
+                         "--max-steps", "1", capsys=capsys)
+    assert code == 0 and "; 32-d embeddings, LSTM 48+32; vocabulary" in out.splitlines()[0], err
+
+
 def test_the_python_api_trains_what_the_command_trains(speech_corpus, vectors, tmp_path, capsys):
     """``lmlow.fit`` and ``lmlow.resume`` are ``lmlow train`` and ``--resume`` from Python: the
     same run folder to the bit, and a bad setting is one LmlowError naming it, before anything
