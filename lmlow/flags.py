@@ -192,6 +192,13 @@ def output_path(text: str) -> Path:
     return Path(text)
 
 
+def input_path(text: str) -> Path:
+    """A streamed input's type (`score FILE`, `predict --file`): ``-`` is standard input, as
+    the Unix habit has it (``... | lmlow score RUN -``), read as ``/dev/stdin``; ./- names a
+    file called '-'."""
+    return Path("/dev/stdin") if text == "-" else Path(text)
+
+
 def add_output(p, what: str, required: bool = True, json: str | None = None,
                force: str = "overwrite existing output files") -> None:
     """``--out`` (with ``what`` it is), ``--force`` and, if ``json`` says what, ``--json``."""

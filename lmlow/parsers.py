@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings, at_least,
-                         output_path, unk_thresholds)
+                         input_path, output_path, unk_thresholds)
 
 
 class Formatter(argparse.HelpFormatter):
@@ -224,7 +224,8 @@ def _score_parser(sub) -> None:
     from lmlow.runs import ScoreOptions
 
     add_run(p)
-    p.add_argument("file", type=Path, help="text file, one sentence per line")
+    p.add_argument("file", type=input_path, help="text file, one sentence per line; - (or "
+                   "/dev/stdin) reads standard input, answering each line as it arrives")
     add_settings(p, ScoreOptions)
     p.add_argument("--totals", action="store_true",
                    help="one tab-separated line per sentence instead of its JSON object: its "
@@ -250,8 +251,8 @@ def _predict_parser(sub) -> None:
     add_run(p)
     p.add_argument("context", nargs="*", metavar="WORD", help="the context's words (none: "
                    "the first word of a line)")
-    p.add_argument("--file", type=Path, help="a file of contexts, one per line (instead of "
-                   "WORDs)")
+    p.add_argument("--file", type=input_path, help="a file of contexts, one per line (instead "
+                   "of WORDs); - reads standard input")
     add_settings(p, PredictOptions)
     p.add_argument("--json", action="store_true", help="print one JSON object per context: "
                    "its words, their OOV flags, and the next words with prob and logprob "

@@ -309,8 +309,10 @@ def test_a_terminal_is_read_as_typed(runs, command):
     assert p.returncode == 0, p.stderr.read()
 
 
-def test_lines_through_a_pipe_are_scored_as_they_come(runs, tmp_path):
-    """`lmlow score RUN /dev/stdin`, as a recogniser sends one utterance's n-best list and
+@pytest.mark.parametrize("name", ["/dev/stdin", "-"])
+def test_lines_through_a_pipe_are_scored_as_they_come(runs, tmp_path, name):
+    """`lmlow score RUN /dev/stdin` (or `-`, the Unix habit, which was "-: no such file"), as
+    a recogniser sends one utterance's n-best list and
     waits for its scores: the lines written so far are answered before more are written (a
     reader that waited for 1,024 lines would leave readline waiting until the timeout), with
     the numbers a file gives; a bad line later ends the run in one line naming /dev/stdin and
@@ -326,7 +328,7 @@ def test_lines_through_a_pipe_are_scored_as_they_come(runs, tmp_path):
     f = tmp_path / "nbest.txt"
     f.write_text("".join(line + "\n" for lines in utterances for line in lines))
     want = list(load(lstm).score_file(f, ids=True))
-    p = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "score", lstm, "/dev/stdin", "--ids"],
+    p = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "score", lstm, name, "--ids"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          bufsize=0, env={**os.environ, "OMP_NUM_THREADS": "1"})
     wait = selectors.DefaultSelector()      # unbuffered: readline takes no more than its line
