@@ -193,9 +193,9 @@ def output_path(text: str) -> Path:
 
 
 def input_path(text: str) -> Path:
-    """A streamed input's type (`score FILE`, `predict --file`): ``-`` is standard input, as
-    the Unix habit has it (``... | lmlow score RUN -``), read as ``/dev/stdin``; ./- names a
-    file called '-'."""
+    """A streamed input's type (`score FILE`, `predict --file`, `prepare INPUT`): ``-`` is
+    standard input, as the Unix habit has it (``... | lmlow score RUN -``), read as
+    ``/dev/stdin``; ./- names a file called '-'."""
     return Path("/dev/stdin") if text == "-" else Path(text)
 
 

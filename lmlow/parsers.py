@@ -59,9 +59,9 @@ def _prepare_parser(sub) -> None:
                        description="Tokenise and normalise raw text and split it by document into "
                        "OUT/train.txt, valid.txt, test.txt (one paragraph per line, tokens "
                        "separated by spaces). Streams its input.")
-    p.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
+    p.add_argument("inputs", nargs="+", type=input_path, metavar="INPUT",
                    help="text files (documents separated by blank lines, see --documents) or "
-                   "folders (one document per file, recursively)")
+                   "folders (one document per file, recursively); - reads standard input")
     add_output(p, "output corpus folder (or a single file with --no-split)",
                json="print the report as JSON")
     add_settings(p, PrepareOptions)

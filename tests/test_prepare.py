@@ -153,3 +153,20 @@ def test_the_bundled_corpus_records_how_its_builder_prepared_it():
     options = builder.OPTIONS
     assert corpus_preparation(root / "corpora" / "pydocs-mini") == \
         preparation_record(options["tokenizer"], options["norm"])
+
+
+def test_standard_input_is_an_input_named_dash(tmp_path):
+    """`zcat a.gz | lmlow prepare - --out C`: the same corpus as from the file itself (`-` was
+    "no such file or folder")."""
+    import subprocess
+    import sys
+    text = b"".join(p.read_bytes() for p in sorted(SPEECHES.iterdir()))
+    (tmp_path / "in.txt").write_bytes(text)
+    runs = {}
+    for name, given in (("file", str(tmp_path / "in.txt")), ("dash", "-")):
+        r = subprocess.run([sys.executable, "-m", "lmlow.cli", "prepare", given, "--out",
+                            str(tmp_path / name), "--documents", "line"], input=text,
+                           capture_output=True)
+        assert r.returncode == 0, r.stderr.decode()
+        runs[name] = {s: (tmp_path / name / f"{s}.txt").read_bytes() for s in ("train", "valid", "test")}
+    assert runs["dash"] == runs["file"] and runs["file"]["valid"]
