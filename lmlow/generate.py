@@ -150,7 +150,7 @@ LOGITS_AT_ONCE = 1 << 24   # samples x vocabulary per step: 64 MB a float32 buff
 
 def sample_batch_size(vocab_size: int) -> int:
     """How many samples are drawn together: as many as keep one step's logits within
-    ``LOGITS_AT_ONCE`` (100,000 samples of a 33k vocabulary in one batch took 10 GB)."""
+    ``LOGITS_AT_ONCE`` (100,000 samples of a 12k vocabulary in one batch took 10 GB)."""
     return max(1, LOGITS_AT_ONCE // max(1, vocab_size))
 
 

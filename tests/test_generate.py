@@ -48,7 +48,7 @@ def test_generation_is_repeatable_with_a_seed(run):
 
 
 def test_samples_are_drawn_in_bounded_batches_each_the_same(run, monkeypatch):
-    """100,000 samples were one batch (10 GB of logits for a 33k vocabulary); now at most
+    """100,000 samples were one batch (10 GB for a 12k vocabulary); now at most
     LOGITS_AT_ONCE logits a step. Sample i is still the same, whatever the batching: here
     batches of 2 against one batch of 5, and the CLI's stream against the list."""
     import lmlow.generate as G
