@@ -83,7 +83,7 @@ def read_text_vectors(path: Path, header: bool):
     error naming its line: a line with fewer numbers than the others (gensim filled it from
     what it had), a value that is not a number, NaN or infinity, a duplicate word (gensim kept
     the first silently), invalid UTF-8, a header whose count is wrong. Fields may be separated
-    by spaces or tabs. A line with *more* fields than a word and ``DIM`` numbers is a word with
+    by spaces or tabs; blank lines are skipped (gensim refused a file ending in one). A line with *more* fields than a word and ``DIM`` numbers is a word with
     spaces in it (Stanford's glove.840B has ``at name@domain.com``): no corpus token can have
     one, so it is skipped, with a note giving the count and the first line. The matrix is
     allocated once, from a first pass that counts the lines (as gensim's reader does); the
@@ -102,7 +102,7 @@ def read_text_vectors(path: Path, header: bool):
             bar.tokens(1)
             fields = raw.split()
             if not fields:
-                raise LmlowError(f"{path}:{lineno}: empty line")
+                continue                               # a blank line, as corpora skip them
             n = len(fields) - 1
             cut = max(1, n - dim + 1)                  # the word is everything before the numbers
             word = decode_line(path, lineno, b" ".join(fields[:cut]))

@@ -108,10 +108,12 @@ def test_a_word_not_in_utf8_is_named_by_line(tmp_path):
                                      lambda t: t.replace("\n", "\r\n"),    # Windows line ends
                                      lambda t: t.rstrip("\n"),               # no last line feed
                                      lambda t: "3 3\n" + t.rstrip("\n"),    # word2vec text
-                                     lambda t: "\ufeff3 3\n" + t])          # and a BOM (a traceback)
+                                     lambda t: "\ufeff3 3\n" + t,           # and a BOM (a traceback)
+                                     lambda t: t.replace("\n", "\n\n", 1) + "\n  \n"])  # blank lines
 def test_variants_of_a_vector_file_read_the_same(tmp_path, variant):
     """Tabs (gensim's reader made 0-d vectors of a TSV export), CRLF line ends, a last line
-    without its line feed: the same vectors as the plain file, none missing or extra."""
+    without its line feed, a header after a byte-order mark, blank lines (refused before): the
+    same vectors as the plain file, none missing or extra."""
     kv = load_vectors(write(tmp_path, "t.txt", variant(GLOVE)))
     ref = load_vectors(write(tmp_path, "v.txt", GLOVE))
     assert kv.index_to_key == ref.index_to_key and np.array_equal(kv.vectors, ref.vectors)
