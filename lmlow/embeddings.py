@@ -83,11 +83,12 @@ def read_text_vectors(path: Path, header: bool):
     error naming its line: a line with fewer numbers than the others (gensim filled it from
     what it had), a value that is not a number, NaN or infinity, a duplicate word (gensim kept
     the first silently), invalid UTF-8, a header whose count is wrong. Fields may be separated
-    by spaces or tabs; blank lines are skipped (gensim refused a file ending in one). A line with *more* fields than a word and ``DIM`` numbers is a word with
-    spaces in it (Stanford's glove.840B has ``at name@domain.com``): no corpus token can have
-    one, so it is skipped, with a note giving the count and the first line. The matrix is
-    allocated once, from a first pass that counts the lines (as gensim's reader does); the
-    vectors are gensim's reader's to the bit, about 4x faster (BENCHMARKS.md)."""
+    by spaces or tabs; blank lines are skipped (gensim refused a file ending in one). A line
+    with *more* fields than a word and ``DIM`` numbers is a word with spaces in it (Stanford's
+    glove.840B has ``at name@domain.com``): no corpus token can have one, so it is skipped,
+    with a note giving the count and the first line. The matrix is allocated once, from a
+    first pass that counts the lines (as gensim's reader does); the vectors are gensim's
+    reader's to the bit, about 5x faster (BENCHMARKS.md)."""
     from gensim.models import KeyedVectors
 
     dim, count, lines = _text_shape(path, header)
