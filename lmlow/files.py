@@ -45,6 +45,14 @@ def temporary_path(path: Path) -> Path:
     return Path(f"{path}.tmp{os.getpid()}")
 
 
+def temporaries_of(path: Path) -> list[Path]:
+    """Every process's :func:`temporary_path` of ``path`` (``NAME.tmpPID``); the name is
+    matched as it is, not as a pattern (``a[1].txt``)."""
+    import glob
+    path = Path(path)
+    return list(path.parent.glob(glob.escape(path.name) + ".tmp[0-9]*"))
+
+
 def refuse_link(path: Path) -> None:
     """A name lmlow writes in a folder it may not have made must not be a symbolic link (a
     write would go where it points: `.lock -> /etc/passwd`) or anything but a regular file."""
@@ -162,9 +170,8 @@ def _claim(fd: int, tmp: Path, path: Path) -> None:
     that start at the same instant cannot both go on (at worst both stop); a temporary left by
     a killed command holds no lock and does not count."""
     import fcntl
-    import glob
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    for other in path.parent.glob(glob.escape(path.name) + ".tmp[0-9]*"):
+    for other in temporaries_of(path):
         if other.name == tmp.name:
             continue
         try:
@@ -375,7 +382,7 @@ def remove_stale_stages(folder: Path, names: list[str] = ()) -> list[Path]:
     ``NAME.tmpPID`` scratch files of the outputs ``names``."""
     folder = Path(folder)
     found = list(folder.glob(STAGE_PREFIX + "*"))
-    found += [p for n in names for p in folder.glob(f"{n}.tmp[0-9]*")]
+    found += [p for n in names for p in temporaries_of(folder / n)]
     return remove_if_owner_gone(found)
 
 

@@ -234,5 +234,5 @@ def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
 
 
 __all__ = ["add_corpus", "add_output", "add_run", "add_settings", "at_least", "comma_list",
-           "float_list", "int_list", "output_path", "settings_from", "str_list",
+           "float_list", "input_path", "int_list", "output_path", "settings_from", "str_list",
            "unk_thresholds"]

@@ -170,3 +170,19 @@ def test_standard_input_is_an_input_named_dash(tmp_path):
         assert r.returncode == 0, r.stderr.decode()
         runs[name] = {s: (tmp_path / name / f"{s}.txt").read_bytes() for s in ("train", "valid", "test")}
     assert runs["dash"] == runs["file"] and runs["file"]["valid"]
+
+
+def test_a_name_with_glob_characters_clears_only_its_own_temporaries(tmp_path):
+    """What a killed command left is cleared by name: `prepare --no-split --out 'a[1].txt'`
+    read its name as a pattern, and a file `a1.txt.tmpPID` of the user's (PID no longer
+    running) matched it and was deleted."""
+    import subprocess
+    import sys
+    from lmlow.files import remove_stale_stages
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    theirs, ours = tmp_path / f"a1.txt.tmp{dead}", tmp_path / f"a[1].txt.tmp{dead}"
+    theirs.write_text("the user's\n")
+    ours.write_text("half\n")
+    assert remove_stale_stages(tmp_path, ["a[1].txt"]) == [ours]
+    assert theirs.read_text() == "the user's\n" and not ours.exists()
