@@ -242,6 +242,7 @@ def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
     s = dict(run.settings)
     cmd = [*lmlow, "train", s.pop("corpus"), "--out", str(folder), "--preset", s.pop("preset"), "--quiet"]
     if folder.path.exists():
+        refuse_lost_checkpoint(folder)  # a SLURM task plans long after the sweep checked
         cmd.append("--force")          # started but nothing saved yet: the sweep's own folder
     for k, v in s.items():
         if v is not None:
@@ -261,7 +262,10 @@ def as_started(run: Run, out: Path) -> Run:
     in fp32 on a CPU without bf16 units goes on in bf16 on one that has them), and keeps its
     own where the command leaves a setting to the preset."""
     folder = RunDir(out / run.folder)
-    if not (folder.finished or folder.last.exists()) or not folder.config.exists():
+    if not (folder.finished or folder.last.exists()):
+        refuse_lost_checkpoint(folder)
+        return run
+    if not folder.config.exists():
         return run
     planned = _planned(run)
     have = Config.load(folder.config).to_dict()
@@ -274,6 +278,24 @@ def as_started(run: Run, out: Path) -> Run:
     kept = {k: have[k] for k in RESUME_CHANGES if have.get(k) != planned.get(k)
             and (folder.finished or run.settings.get(k) is None)}
     return Run(run.name, {**run.settings, **kept}, run.seed, run.labels)
+
+
+def refuse_lost_checkpoint(folder: RunDir) -> None:
+    """A run that validated (``metrics.jsonl``, ``best.pt``) but has no ``last.pt`` cannot
+    resume, and the sweep would start it over with --force, deleting the record of every epoch
+    it trained (seen: a workspace restored without its ignored checkpoints, 204 epochs of a
+    paper-regime run in its metrics.jsonl): refused, before anything is written, so that the
+    user moves the record away and decides."""
+    if not folder.path.is_dir() or not (folder.best.exists() or folder.metrics_file.exists()):
+        return
+    rows = [r for r in folder.metrics() if "epoch" in r]
+    if not rows and not folder.best.exists():
+        return                     # killed before its first validation: nothing to lose
+    held = (f"its metrics.jsonl records {len(rows)} validation{'s' * (len(rows) != 1)} "
+            f"(to epoch {rows[-1]['epoch']})" if rows else "it holds a best.pt")
+    raise LmlowError(f"{folder.path}: has no last.pt to resume from, but {held} that "
+                     "starting over would delete; move the folder "
+                     "away (the record of what trained) to train this run again")
 
 
 def _planned(run: Run) -> dict:

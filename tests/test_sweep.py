@@ -460,3 +460,31 @@ def test_a_finished_run_is_scored_with_the_threads_it_trained_with(speech_corpus
         assert sweep._score_now(RunDir(run), 2, print) == 0
         assert asked == [1 if threads else 2]
         assert (run / "eval_best_test.json").exists()
+
+
+def test_a_run_that_lost_its_checkpoint_is_refused_not_trained_over(speech_corpus, tmp_path):
+    """A workspace restored without its ignored files keeps a run's metrics.jsonl but not its
+    last.pt: the sweep used to start such a run over with --force, deleting the record of every
+    epoch it trained. It is refused (one line naming the folder, nothing written) until the user
+    moves the folder away; a run killed before its first validation still starts over."""
+    (tmp_path / "grid.toml").write_text(GRID)
+    out = tmp_path / "sweep"
+    args = ("sweep", speech_corpus, "--grid", tmp_path / "grid.toml", "--out", out,
+            "--preset", "tiny", "--max-steps", "5", "--max-epochs", "1", "--seeds", "1")
+    assert lmlow(*args).returncode == 0
+    run = out / "standard.seed1"
+    for name in ("summary.json", "last.pt"):
+        (run / name).unlink()                      # trained, then lost its checkpoint
+    record = (run / "metrics.jsonl").read_bytes()
+    plan = (out / "sweep.json").read_bytes()
+    for flags in ([], ["--dry-run"]):
+        r = lmlow(*args, *flags)
+        assert r.returncode != 0 and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert str(run) in r.stderr and "no last.pt" in r.stderr and "1 validation (" in r.stderr
+        assert (run / "metrics.jsonl").read_bytes() == record and (run / "best.pt").exists()
+        assert (out / "sweep.json").read_bytes() == plan
+    (run / "best.pt").unlink()
+    (run / "metrics.jsonl").write_text("")         # killed before its first validation
+    r = lmlow(*args, "--dry-run")
+    assert r.returncode == 0 and "--force" in r.stdout, r.stderr
