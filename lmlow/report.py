@@ -132,6 +132,31 @@ def mixed_precision(rows: list[dict]) -> str | None:
     return None
 
 
+def mixed_vectors(rows: list[dict]) -> str | None:
+    """A warning when the runs of a table read different vectors under one file name (a file
+    rebuilt on another machine, say: GloVe built with -march=native need not give the same
+    bits), or when some of them were trained before lmlow recorded which (data.json)."""
+    digests: dict[str, set] = {}
+    unknown: dict[str, int] = {}
+    for run_dir in (r for row in rows for r in row.get("runs", ())):
+        run = RunDir(run_dir)
+        named = read_json(run.config).get("embeddings") if run.config.is_file() else None
+        read = run.recorded_vectors()
+        if read:
+            digests.setdefault(read["file"], set()).add(read["sha256"])
+        elif named:
+            unknown[Path(named).name] = unknown.get(Path(named).name, 0) + 1
+    for name, seen in sorted(digests.items()):
+        if len(seen) > 1:
+            return (f"the runs of this table read {len(seen)} different files named {name} "
+                    "(sha256 in each run's data.json): its comparisons mix vectors")
+        if unknown.get(name):
+            return (f"{unknown[name]} run(s) of this table read {name} before lmlow recorded the "
+                    "vectors' sha256 (data.json), so whether they read the file the others did "
+                    "is not known")
+    return None
+
+
 def foreign_baselines(rows: list[dict], baselines: list[Path]) -> str | None:
     """The baselines whose tokens are those of no run of the table: their perplexity is over
     other tokens (another corpus, K, word list or vectors' words), so the row is no
@@ -326,7 +351,7 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
     planned, missing = missing_runs(sweep_dir)
     partial = (f"\n\n**Partial: {planned - len(missing)} of {planned} planned runs finished**; "
                f"not yet: {', '.join(missing)}." if missing else "")
-    warnings = [w for w in (mixed_precision(rows), foreign) if w]
+    warnings = [w for w in (mixed_precision(rows), mixed_vectors(rows), foreign) if w]
     partial += "".join(f"\n\n**Warning: {w}.**" for w in warnings)
     if any(maps):
         partial += ("\n\n*scored with*: the configurations that "

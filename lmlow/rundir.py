@@ -106,13 +106,17 @@ class RunDir:
     def data_file(self) -> Path:
         return self.path / self.DATA
 
-    def record_corpus(self, corpus: Path, fingerprint: dict | None = None) -> Path:
+    def record_corpus(self, corpus: Path, fingerprint: dict | None = None,
+                      vectors: Path | None = None) -> Path:
         """Remember the corpus as an absolute path with its fingerprint (data.json; computed
-        unless given); return the absolute path."""
-        from lmlow.data.corpus import fingerprint as fingerprint_of
+        unless given), and the vectors the run read (``vectors``: their path and fingerprint,
+        so that a report can tell a table whose runs read different files of one name, e.g.
+        vectors rebuilt on another machine); return the corpus's absolute path."""
+        from lmlow.data.corpus import file_fingerprint, fingerprint as fingerprint_of
 
         corpus = Path(corpus).resolve()
-        self._write_data(corpus, fingerprint or fingerprint_of(corpus))
+        read = {"path": str(Path(vectors).resolve()), **file_fingerprint(vectors)} if vectors else None
+        self._write_data(corpus, fingerprint or fingerprint_of(corpus), read)
         return corpus
 
     def checked_corpus(self, corpus: Path) -> tuple[Path, dict]:
@@ -144,14 +148,30 @@ class RunDir:
                              "delete it to accept any corpus")
         return want
 
-    def _write_data(self, corpus: Path, fingerprint: dict) -> None:
+    def _write_data(self, corpus: Path, fingerprint: dict, vectors: dict | None = None) -> None:
         """data.json; with the corpus's preparation record (prepare.json) when it has one, or
-        the one recorded before (a corpus moved without its prepare.json is the same text)."""
+        the one recorded before (a corpus moved without its prepare.json is the same text),
+        and the vectors' record, given or kept from before (a resume reads no vectors)."""
         from lmlow.data.corpus import corpus_preparation
 
         data = {"corpus": str(corpus), "fingerprint": fingerprint}
         prepared = corpus_preparation(corpus) or self.recorded_preparation()
-        atomic_write_json(self.data_file, data | ({"prepared": prepared} if prepared else {}))
+        vectors = vectors or self.recorded_vectors()
+        atomic_write_json(self.data_file, data | ({"prepared": prepared} if prepared else {})
+                          | ({"vectors": vectors} if vectors else {}))
+
+    def recorded_vectors(self) -> dict | None:
+        """The vectors file this run read, as data.json records it (path, file, bytes,
+        sha256); None for a run that read none, or one from before lmlow recorded them."""
+        if not self.data_file.is_file():
+            return None
+        record = read_json(self.data_file).get("vectors")
+        if record is not None and not (isinstance(record, dict) and
+                                       isinstance(record.get("sha256"), str)):
+            raise LmlowError(f"{self.data_file}: its \"vectors\" entry is not what lmlow writes "
+                             "(an object with the vectors' path, size and sha256); restore it "
+                             "or delete the entry")
+        return record
 
     def recorded_preparation(self) -> dict | None:
         """The preparation record this run copied from its corpus (data.json for an LSTM run,

@@ -788,7 +788,7 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
             if world.main:
                 trainer.cfg.save(run.config, trainer.init_report)
                 trainer.vocab.save(run.vocab)
-                run.record_corpus(trainer.cfg.corpus)
+                run.record_corpus(trainer.cfg.corpus, vectors=trainer.cfg.embeddings)
             trainer.start()
         if not trainer.quiet:
             r = trainer.init_report

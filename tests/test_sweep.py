@@ -488,3 +488,43 @@ def test_a_run_that_lost_its_checkpoint_is_refused_not_trained_over(speech_corpu
     (run / "metrics.jsonl").write_text("")         # killed before its first validation
     r = lmlow(*args, "--dry-run")
     assert r.returncode == 0 and "--force" in r.stdout, r.stderr
+
+
+def test_runs_record_the_vectors_they_read_and_a_report_warns_when_a_table_mixes_them(
+        speech_corpus, vectors, tmp_path):
+    """data.json records the vectors file a run read (path, size, sha256: GloVe rebuilt on
+    another CPU need not give the same bits, and a table whose seeds read different files of one
+    name compares more than its configurations); the report warns in results.md and on
+    stderr, and says so too where a run's record predates it."""
+    import hashlib
+
+    rebuilt = tmp_path / "other" / vectors.name
+    rebuilt.parent.mkdir()
+    lines = vectors.read_text().splitlines(keepends=True)
+    rebuilt.write_text("".join(lines[:-1]))                 # the same name, other bits
+    sweep = tmp_path / "sweep"
+    for seed, vec in ((1, vectors), (2, rebuilt)):
+        r = lmlow("train", speech_corpus, "--out", sweep / f"pre.seed{seed}", "--preset", "tiny",
+                  "--init", "glove", "--embeddings", vec, "--max-steps", "2", "--seed", seed,
+                  "--quiet")
+        assert r.returncode == 0, r.stderr
+    data = json.loads((sweep / "pre.seed1" / "data.json").read_text())
+    assert data["vectors"] == {"path": str(vectors.resolve()), "file": vectors.name,
+                               "bytes": vectors.stat().st_size,
+                               "sha256": hashlib.sha256(vectors.read_bytes()).hexdigest()}
+    r = lmlow("report", sweep)
+    assert r.returncode == 0, r.stderr
+    assert f"2 different files named {vectors.name}" in r.stderr
+    assert "mix vectors" in (sweep / "results.md").read_text()
+    second = sweep / "pre.seed2" / "data.json"
+    old = json.loads(second.read_text())
+    del old["vectors"]                                        # as a run trained before
+    second.write_text(json.dumps(old))
+    r = lmlow("report", sweep)
+    assert r.returncode == 0 and "1 run(s) of this table read" in r.stderr, r.stderr
+    import shutil
+    moved = shutil.copytree(speech_corpus, tmp_path / "moved")
+    r = lmlow("train", moved, "--resume", sweep / "pre.seed1", "--max-steps", "3", "--quiet")
+    assert r.returncode == 0, r.stderr         # a resume rewrites data.json, keeps the record
+    after = json.loads((sweep / "pre.seed1" / "data.json").read_text())
+    assert after["corpus"] == str(moved.resolve()) and after["vectors"] == data["vectors"]

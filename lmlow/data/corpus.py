@@ -243,11 +243,13 @@ def _stream_encode(path: Path, vocab: Vocabulary, out: Path, show_progress: bool
 def fingerprint(root: Path) -> dict:
     """Each split's file name, size and sha256: tells a moved corpus from a different one."""
     corpus = Corpus(root, show_progress=False)
-    out = {}
-    for split in SPLITS:
-        path = corpus.path(split)
-        out[split] = {"file": path.name, "bytes": path.stat().st_size, "sha256": _file_digest(path)}
-    return out
+    return {split: file_fingerprint(corpus.path(split)) for split in SPLITS}
+
+
+def file_fingerprint(path: Path) -> dict:
+    """A file's name, size and sha256 (a corpus split, a run's vectors)."""
+    path = Path(path)
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": _file_digest(path)}
 
 
 def split_path(root: Path, split: str) -> Path:
