@@ -72,12 +72,18 @@ class Evaluation:
                 f"{self.unk_tokens} <unk> targets ({self.oov_tokens} out of vocabulary)"
                 + ("; lines scored independently" if lines_independent else ""))
         table = markdown(["training frequency", "tokens", "perplexity"],
-                         [[b["bin"], b["tokens"], b["perplexity"]] for b in self.bins], digits=4)
+                         [_bin_row(b) for b in self.bins], digits=4)
         if self.context_bins:
             table += "\n\n" + markdown(
                 ["word read before, training frequency", "tokens", "perplexity"],
-                [[b["bin"], b["tokens"], b["perplexity"]] for b in self.context_bins], digits=4)
+                [_bin_row(b) for b in self.context_bins], digits=4)
         return head + "\n" + table
+
+
+def _bin_row(b: dict) -> list:
+    """A bin as a table row; a bin without tokens has no perplexity (its JSON keeps NaN, which
+    every reader of evaluations skips by its token count), printed as a dash, not ``nan``."""
+    return [b["bin"], b["tokens"], b["perplexity"] if b["tokens"] else "-"]
 
 
 def evaluate_logprobs(split: str, ids: np.ndarray, logprobs: np.ndarray, counts: np.ndarray,

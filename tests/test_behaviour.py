@@ -335,6 +335,9 @@ def test_frequency_bin_edges():
     assert ev.unk_tokens == 0 and ev.perplexity_excluding_unk == pytest.approx(2.0)
     empty = evaluate_logprobs("test", np.array([6]), np.array([-1.0]), counts, unk_id=9)
     assert math.isnan(empty.bins[0]["perplexity"]) and empty.bins[5]["tokens"] == 1
+    printed = [l.split("|")[1:4] for l in empty.text("m").splitlines() if l.startswith("| unseen")]
+    assert [c.strip() for c in printed[0]] == ["unseen", "0", "-"]     # as `lmlow eval` prints it
+    assert "nan" not in empty.text("m")
 
 
 # --------------------------------------------------------------------------- f. GloVe init
