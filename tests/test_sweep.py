@@ -484,6 +484,9 @@ def test_a_run_that_lost_its_checkpoint_is_refused_not_trained_over(speech_corpu
         assert str(run) in r.stderr and "no last.pt" in r.stderr and "1 validation (" in r.stderr
         assert (run / "metrics.jsonl").read_bytes() == record and (run / "best.pt").exists()
         assert (out / "sweep.json").read_bytes() == plan
+    r = lmlow("sweep", out, "--status")
+    line = next(l for l in r.stdout.splitlines() if "standard.seed1" in l)
+    assert r.returncode == 0 and "checkpoint lost" in line and "1 validation" in line, r.stdout
     (run / "best.pt").unlink()
     (run / "metrics.jsonl").write_text("")         # killed before its first validation
     r = lmlow(*args, "--dry-run")
