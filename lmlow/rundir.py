@@ -347,6 +347,20 @@ class RunDir:
             raise LmlowError(f"{self.path} is not empty; {hint or 'pass '}--force to start over in it")
         return self
 
+    def lost_checkpoint(self) -> str | None:
+        """What a run that validated (``metrics.jsonl``, ``best.pt``) but has no ``last.pt``
+        holds, as words for a message: it cannot resume (e.g. a workspace restored without its
+        ignored checkpoints, as 204 epochs of a paper-regime run were), and starting it over
+        would delete that record. None for any other run, one killed before its first
+        validation among them (nothing to lose)."""
+        if self.finished or self.last.exists() or not self.path.is_dir() \
+                or not (self.best.exists() or self.metrics_file.exists()):
+            return None
+        rows = [r for r in self.metrics() if "epoch" in r]
+        if not rows:
+            return "a best.pt" if self.best.exists() else None
+        return f"{len(rows)} validation{'s' * (len(rows) != 1)} (to epoch {rows[-1]['epoch']})"
+
     def never_started(self) -> bool:
         """Only files lmlow writes before a run's first checkpoint (a run killed while it was
         being set up), or the pieces of an n-gram estimate that never finished (an n-gram run

@@ -280,24 +280,11 @@ def as_started(run: Run, out: Path) -> Run:
     return Run(run.name, {**run.settings, **kept}, run.seed, run.labels)
 
 
-def lost_checkpoint(folder: RunDir) -> str | None:
-    """What a run that validated (``metrics.jsonl``, ``best.pt``) but has no ``last.pt`` holds
-    (it cannot resume: e.g. a workspace restored without its ignored checkpoints, as 204
-    epochs of a paper-regime run were); None for any other run, one killed before its first
-    validation among them (nothing to lose)."""
-    if folder.finished or folder.last.exists() or not folder.path.is_dir() \
-            or not (folder.best.exists() or folder.metrics_file.exists()):
-        return None
-    rows = [r for r in folder.metrics() if "epoch" in r]
-    if not rows:
-        return "a best.pt" if folder.best.exists() else None
-    return f"{len(rows)} validation{'s' * (len(rows) != 1)} (to epoch {rows[-1]['epoch']})"
-
-
 def refuse_lost_checkpoint(folder: RunDir) -> None:
-    """Such a run would be started over with --force, deleting the record of every epoch it
-    trained: refused, before anything is written, so that the user moves it away and decides."""
-    if held := lost_checkpoint(folder):
+    """A run that lost its last.pt (:meth:`RunDir.lost_checkpoint`) would be started over
+    with --force, deleting the record of every epoch it trained: refused, before anything is
+    written, so that the user moves it away and decides."""
+    if held := folder.lost_checkpoint():
         raise LmlowError(f"{folder.path}: has no last.pt to resume from, but holds {held} "
                          "that starting over would delete; move the folder away (the record "
                          "of what trained) to train this run again")
@@ -534,7 +521,7 @@ def _status_row(sweep: SweepDir, folder: str, in_queue: dict) -> dict:
                    detail=f"exit {ended['exit']}: " + " | ".join(sweep.log_tail(folder)))
     elif run.last.exists():
         row.update(state="stopped", detail="resumable: run the sweep command again")
-    elif held := lost_checkpoint(run):
+    elif held := run.lost_checkpoint():
         row.update(state="checkpoint lost", detail=f"{held}, no last.pt: move the folder away "
                    "to train it again")
     return row

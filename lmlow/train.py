@@ -829,8 +829,7 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
     if world.main:
         run.check_unlocked()
     if not run.last.exists():
-        raise LmlowError(f"{run.last}: no such checkpoint (not a run folder, or a run that has "
-                         "not started: train it without --resume)")
+        raise LmlowError(f"{run.last}: no such checkpoint; {_why_no_last(run)}")
     with _on_main(world, run.lock):
         if world.main:
             run.remove_stale_temporaries()
@@ -854,6 +853,17 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
                 run.record_corpus(*moved)
             cfg.save(run.config, trainer.init_report)
         return _finish(trainer)
+
+
+def _why_no_last(run: RunDir) -> str:
+    """What to do about a folder --resume cannot continue, by what it holds."""
+    best = "; `lmlow eval` scores its best.pt" if run.best.exists() else ""
+    if run.finished:
+        return f"{run.path} finished (summary.json) and keeps no last.pt to train further{best}"
+    if held := run.lost_checkpoint():
+        return (f"{run.path} holds {held} but lost its last.pt, so it cannot resume{best}; "
+                "another --out trains the run again")
+    return "not a run folder, or a run that has not started: train it without --resume"
 
 
 def _same_run(run: RunDir, cfg: Config) -> None:

@@ -487,6 +487,12 @@ def test_a_run_that_lost_its_checkpoint_is_refused_not_trained_over(speech_corpu
     r = lmlow("sweep", out, "--status")
     line = next(l for l in r.stdout.splitlines() if "standard.seed1" in l)
     assert r.returncode == 0 and "checkpoint lost" in line and "1 validation" in line, r.stdout
+    r = lmlow("train", "--resume", run)          # said "a run that has not started"
+    assert r.returncode == 1 and "lost its last.pt" in r.stderr and "eval" in r.stderr, r.stderr
+    finished = out / "untied-unigram.seed1"
+    (finished / "last.pt").unlink()               # as a committed run folder keeps it
+    r = lmlow("train", "--resume", finished, "--max-epochs", "2")
+    assert r.returncode == 1 and "finished (summary.json)" in r.stderr, r.stderr
     (run / "best.pt").unlink()
     (run / "metrics.jsonl").write_text("")         # killed before its first validation
     r = lmlow(*args, "--dry-run")
