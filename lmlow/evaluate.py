@@ -81,8 +81,8 @@ class Evaluation:
 
 
 def _bin_row(b: dict) -> list:
-    """A bin as a table row; a bin without tokens has no perplexity (its JSON keeps NaN, which
-    every reader of evaluations skips by its token count), printed as a dash, not ``nan``."""
+    """A bin as a table row; a bin without tokens has no perplexity (NaN here, null in the
+    JSON: ``files.to_json``), printed as a dash, not ``nan``."""
     return [b["bin"], b["tokens"], b["perplexity"] if b["tokens"] else "-"]
 
 
