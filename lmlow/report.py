@@ -140,6 +140,8 @@ def mixed_vectors(rows: list[dict]) -> str | None:
     unknown: dict[str, int] = {}
     for run_dir in (r for row in rows for r in row.get("runs", ())):
         run = RunDir(run_dir)
+        if run.kind == NGRAM:          # reads only the vectors' words (foreign_baselines)
+            continue
         named = read_json(run.config).get("embeddings") if run.config.is_file() else None
         read = run.recorded_vectors()
         if read:

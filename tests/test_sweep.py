@@ -504,23 +504,35 @@ def test_runs_record_the_vectors_they_read_and_a_report_warns_when_a_table_mixes
     """data.json records the vectors file a run read (path, size, sha256: GloVe rebuilt on
     another CPU need not give the same bits, and a table whose seeds read different files of one
     name compares more than its configurations); the report warns in results.md and on
-    stderr, and says so too where a run's record predates it."""
+    stderr, and says so too where a run's record predates it. An n-gram baseline, which reads
+    only the vectors' words, is no such run."""
     import hashlib
+    import shutil
 
     rebuilt = tmp_path / "other" / vectors.name
     rebuilt.parent.mkdir()
     lines = vectors.read_text().splitlines(keepends=True)
     rebuilt.write_text("".join(lines[:-1]))                 # the same name, other bits
     sweep = tmp_path / "sweep"
-    for seed, vec in ((1, vectors), (2, rebuilt)):
+
+    def train(seed, vec, *flags):
         r = lmlow("train", speech_corpus, "--out", sweep / f"pre.seed{seed}", "--preset", "tiny",
                   "--init", "glove", "--embeddings", vec, "--max-steps", "2", "--seed", seed,
-                  "--quiet")
+                  "--quiet", *flags)
         assert r.returncode == 0, r.stderr
+
+    train(1, vectors)
+    train(2, vectors)
     data = json.loads((sweep / "pre.seed1" / "data.json").read_text())
     assert data["vectors"] == {"path": str(vectors.resolve()), "file": vectors.name,
                                "bytes": vectors.stat().st_size,
                                "sha256": hashlib.sha256(vectors.read_bytes()).hexdigest()}
+    r = lmlow("ngram", speech_corpus, "--order", "3", "--embeddings", vectors, "--extend-vocab",
+              "--out", tmp_path / "kn", "--quiet")
+    assert r.returncode == 0, r.stderr
+    r = lmlow("report", sweep, "--baseline", tmp_path / "kn")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr      # one file
+    train(2, rebuilt, "--force")
     r = lmlow("report", sweep)
     assert r.returncode == 0, r.stderr
     assert f"2 different files named {vectors.name}" in r.stderr
@@ -531,7 +543,6 @@ def test_runs_record_the_vectors_they_read_and_a_report_warns_when_a_table_mixes
     second.write_text(json.dumps(old))
     r = lmlow("report", sweep)
     assert r.returncode == 0 and "1 run(s) of this table read" in r.stderr, r.stderr
-    import shutil
     moved = shutil.copytree(speech_corpus, tmp_path / "moved")
     r = lmlow("train", moved, "--resume", sweep / "pre.seed1", "--max-steps", "3", "--quiet")
     assert r.returncode == 0, r.stderr         # a resume rewrites data.json, keeps the record
