@@ -42,6 +42,26 @@ exec 8> "${TMPDIR:-/tmp}/lmlow-prepare.lock"; flock 8
     > $E/stats.${DIM}d$X.md.tmp && mv $E/stats.${DIM}d$X.md.tmp $E/stats.${DIM}d$X.md; }
 [ -f $E/kenlm5.${DIM}d$X/summary.json ] || \
   $LM ngram $C --order 5 --embeddings $V --extend-vocab --out $E/kenlm5.${DIM}d$X --quiet
+# a run folder restored without its checkpoint (a new checkout keeps a run's untracked files,
+# not its ignored last.pt: 2026-11-29) cannot resume, and lmlow sweep refuses it rather than
+# delete its metrics.jsonl; its record moves to lost-checkpoints/DATE/ (commit it) and the run
+# trains again. A run being trained holds last.pt from before its first update: never moved.
+${PY:-.venv/bin/python} - "$SWEEP" "$E/lost-checkpoints/$(date -u +%F)" <<'PY'
+import shutil, sys
+from pathlib import Path
+from lmlow.rundir import RunDir
+sweep, lost = map(Path, sys.argv[1:])
+for folder in sorted(sweep.glob("*.seed*")) if sweep.is_dir() else ():
+    run = RunDir(folder)
+    if folder.is_dir() and not folder.is_symlink() and not run.locked_by() \
+            and (held := run.lost_checkpoint()):
+        lost.mkdir(parents=True, exist_ok=True)
+        if (lost / folder.name).exists():
+            sys.exit(f"{folder}: lost its last.pt, and {lost / folder.name} exists; move one away")
+        shutil.move(str(folder), str(lost / folder.name))
+        print(f"run.sh: {folder} held {held} but no last.pt: moved to {lost / folder.name}; "
+              "it trains again")
+PY
 flock -u 8
 # seed by seed; TOGETHER=1 puts every seed in one sweep (a GPU trains JOBS=10 runs at once)
 groups=${SEEDS:-1 2}; [ -n "${TOGETHER:-}" ] && groups=$(echo $groups | tr ' ' ',')
