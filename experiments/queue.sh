@@ -3,8 +3,8 @@
 # (issue 24: freezing/, then datasize/'s last runs and its reruns at the protocol's one thread),
 # then the Transformer's tables (issue 28), then the paper's regime on the CPU (issue 24,
 # paper-regime/README.md): its decisive pair, ours and ours-unfrozen, and the table's three
-# other configurations (five.toml), both seeds of the pair before the rest, about 11-13 hours of one
-# core a run (4-4.2 minutes an epoch in bf16; ours-unfrozen seed 1 converged at epoch 163), in
+# other configurations (five.toml), both seeds of the pair first, about 11-17 hours of one core
+# a run (4-6 minutes an epoch in bf16, by CPU; ours-unfrozen seed 1 converged at epoch 163), in
 # bf16 where the CPU has AVX-512 BF16 or AMX, as its seed-1 runs trained, and in fp32 where it
 # has neither (about a third as fast there: paper-regime/fp32-no-avx512.txt), each session in
 # the best its CPU has: a run resumed on another CPU changes precision with it (lmlow sweep
