@@ -2,9 +2,11 @@
 """Loading a GloVe text vector file: lmlow's reader (``lmlow.embeddings.load_vectors``: one
 pass, every error with its line) against gensim's ``load_word2vec_format(no_header=True)``,
 which lmlow used before (followed by a second pass of its own over the file for duplicates
-and short lines, so the old cost was more than gensim's). Each reader runs in a fresh process,
-so its peak memory (``ru_maxrss`` above the process's own after imports) is its own. The
-digest of words and float32 bits says whether both read the same vectors.
+and short lines, so the old cost was more than gensim's); and lmlow's words alone
+(``vector_words``: what --extend-vocab, ``stats --embeddings`` and ``ngram`` read, which
+loaded the whole matrix before). Each reader runs in a fresh process, so its peak memory
+(``ru_maxrss`` above the process's own after imports) is its own. The digests of words and
+float32 bits say whether they read the same vectors and words.
 
 Usage: python benchmarks/vector_load.py FILE [--repeat 3]
        python benchmarks/vector_load.py --make FILE --words 400000 --dim 300 [--seed 0]
@@ -21,9 +23,13 @@ import sys
 import time
 
 READERS = {
-    "lmlow": "from lmlow.embeddings import load_vectors; kv = load_vectors(path)",
+    "lmlow": "from lmlow.embeddings import load_vectors; kv = load_vectors(path); "
+             "words, vectors = kv.index_to_key, kv.vectors",
     "gensim": "from gensim.models import KeyedVectors; "
-              "kv = KeyedVectors.load_word2vec_format(path, no_header=True)",
+              "kv = KeyedVectors.load_word2vec_format(path, no_header=True); "
+              "words, vectors = kv.index_to_key, kv.vectors",
+    # what --extend-vocab, stats --embeddings and ngram need: the words alone, no matrix
+    "words": "from lmlow.embeddings import vector_words; words, vectors = vector_words(path), None",
 }
 
 CHILD = """
@@ -34,11 +40,13 @@ base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
 {reader}
 seconds = time.perf_counter() - t0
-digest = hashlib.sha256(np.ascontiguousarray(kv.vectors).tobytes()
-                        + "\\n".join(kv.index_to_key).encode()).hexdigest()
+listed = "\\n".join(words).encode()
+digest = None if vectors is None else hashlib.sha256(np.ascontiguousarray(vectors).tobytes()
+                                                     + listed).hexdigest()
 print(json.dumps({{"seconds": seconds, "peak_mb": (resource.getrusage(resource.RUSAGE_SELF)
-                  .ru_maxrss - base) / 1024, "words": len(kv), "dim": kv.vector_size,
-                  "digest": digest}}))
+                  .ru_maxrss - base) / 1024, "words": len(words),
+                  "dim": None if vectors is None else vectors.shape[1],
+                  "digest": digest, "words_digest": hashlib.sha256(listed).hexdigest()}}))
 """
 
 
@@ -82,6 +90,9 @@ def main() -> None:
         print(f"  {name:7s} {r['seconds']:7.2f} s   peak +{r['peak_mb']:7.0f} MB")
     print(f"  gensim / lmlow time: {gs['seconds'] / lm['seconds']:.2f}x; "
           f"same words and float32 bits: {lm['digest'] == gs['digest']}")
+    wd = best["words"]
+    print(f"  lmlow / words alone time: {lm['seconds'] / wd['seconds']:.2f}x; "
+          f"the same words: {wd['words_digest'] == lm['words_digest']}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ import re
 import numpy as np
 import pytest
 
-from lmlow.embeddings import detect_format, load_vectors, neighbours
+from lmlow.embeddings import detect_format, load_vectors, neighbours, vector_words
 from lmlow.errors import LmlowError
 
 GLOVE = "the 0.1 0.2 0.3\nunion 0.4 0.5 0.6\nsenate -0.1 0.0 1e-3\n"
@@ -51,9 +51,16 @@ def test_formats_load_the_same_vectors(tmp_path):
     ("2 2\nthe 0.1 0.2 0.3\nunion 0.4 0.5 0.6\n", "v.txt:1: the header says 2 dimensions"),
 ])
 def test_malformed_files_name_file_and_line(tmp_path, text, message):
+    """Loading the vectors and reading their words alone (the vocabulary, coverage) refuse a
+    file alike, but for the values, which the words alone do not read."""
     f = write(tmp_path, "v.txt", text)
     with pytest.raises(LmlowError, match=re.escape(message)):
         load_vectors(f)
+    if "not a number" in message or "NaN" in message:
+        assert vector_words(f) == ["the", "union"]
+    else:
+        with pytest.raises(LmlowError, match=re.escape(message)):
+            vector_words(f)
 
 
 def test_text_vectors_read_as_gensims_reader_reads_them(vectors, tmp_path):
@@ -64,6 +71,7 @@ def test_text_vectors_read_as_gensims_reader_reads_them(vectors, tmp_path):
     ours = load_vectors(vectors)
     assert ours.index_to_key == ref.index_to_key and ours.key_to_index == ref.key_to_index
     assert ours.vectors.dtype == np.float32 and np.array_equal(ours.vectors, ref.vectors)
+    assert vector_words(vectors) == ref.index_to_key                # the words alone
     ref.save_word2vec_format(str(tmp_path / "w.txt"))              # with its header
     assert np.array_equal(load_vectors(tmp_path / "w.txt").vectors, ref.vectors)
 
@@ -77,6 +85,7 @@ def test_a_word_with_spaces_is_skipped_with_a_note(tmp_path, capsys):
             "to name@domain.com 0.7 0.7 0.7\n")
     kv = load_vectors(write(tmp_path, "v.txt", text))
     assert kv.index_to_key == ["the", "union", "senate"] and kv.vector_size == 3
+    assert vector_words(tmp_path / "v.txt") == kv.index_to_key
     np.testing.assert_allclose(kv["senate"], [-0.1, 0.0, 1e-3], rtol=1e-6)
     assert ("v.txt: 3 vectors of words with spaces in them skipped (no corpus token has a "
             "space); the first, 'at name@domain.com', at line 1") in capsys.readouterr().err
@@ -118,6 +127,7 @@ def test_variants_of_a_vector_file_read_the_same(tmp_path, variant):
     ref = load_vectors(write(tmp_path, "v.txt", GLOVE))
     assert kv.index_to_key == ref.index_to_key and np.array_equal(kv.vectors, ref.vectors)
     assert kv.vectors.shape == (3, 3) and kv.key_to_index == {"the": 0, "union": 1, "senate": 2}
+    assert vector_words(tmp_path / "t.txt") == ["the", "union", "senate"]
 
 
 def test_binary_garbage_is_refused(tmp_path):
@@ -163,3 +173,28 @@ def test_a_vector_of_zeros_has_no_neighbours_and_is_none(tmp_path):
     lines = format_neighbours(result).splitlines()
     assert lines[0] == "<pad>: (a vector of zeros: no direction, so no neighbours)"
     assert lines[2] == "absent: (no vector)"
+
+
+def test_the_words_alone_are_the_loaded_vectors_words_whatever_the_spacing(tmp_path):
+    """vector_words reads the words alone (no values parsed, no matrix), line by line as the
+    loader does: whatever the spacing (a trailing space, a tab, two spaces, CRLF, a word with
+    spaces, a BOM) the words and their order are the loader's, and a bad word's error too."""
+    text = ("\ufeffthe 0.1 0.2 0.3\n"          # a BOM before the first word
+            "union 0.4 0.5 0.6 \n"             # a trailing space
+            "senate\t-0.1 0.0 1e-3\n"          # a tab
+            "house  0.3 0.2 0.1\r\n"           # two spaces, CRLF
+            "at name@x.com 0.1 0.1 0.1\n"      # a word with a space: skipped by both
+            "vote 1 2 3\r\n"                   # plain, CRLF
+            " lead 1 2 3\n"                    # a leading space
+            "law 4 5 6")                       # no last line feed
+    f = write(tmp_path, "v.txt", text)
+    assert vector_words(f) == load_vectors(f).index_to_key == [
+        "the", "union", "senate", "house", "vote", "lead", "law"]
+    bad = tmp_path / "b.txt"
+    bad.write_bytes(b"the 0.1 0.2 0.3\nun\xefon 0.4 0.5 0.6\n")
+    for read in (vector_words, load_vectors):
+        with pytest.raises(LmlowError, match=r"b.txt:2: not valid UTF-8 \(byte 0xef at column 3\)"):
+            read(bad)
+    dup = write(tmp_path, "d.txt", "the 1 2 3\nunion 1 2 3\nthe 4 5 6\n")
+    with pytest.raises(LmlowError, match=re.escape("d.txt:3: duplicate word 'the' (first at line 1)")):
+        vector_words(dup)
