@@ -275,6 +275,10 @@ CASES = [
     (["compare", "X"], "X: no such run folder", None),
     (["compare", "R", "--steps", "0"], "--steps", None),
     (["compare", "R", "R"], "given twice", None),
+    # a folder with no run, or an n-gram run: it said "D/metrics.jsonl: no validation
+    # evaluations (train the run first)"
+    (["compare", "D"], "D: not a run folder", None),
+    (["compare", "N"], "an n-gram run has no learning curve", None),
     (["generate", "N"], "not an lstm run", None),
     (["generate", "R", "--top-p", "0"], "--top-p", None),
     (["generate", "R", "--temperature", "-1"], "--temperature", None),

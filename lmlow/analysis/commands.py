@@ -22,7 +22,7 @@ from lmlow.data.corpus import SPLITS
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.plots import plot_validation_curves, pyplot
-from lmlow.rundir import LSTM, RunDir
+from lmlow.rundir import LSTM, NGRAM, RunDir
 
 
 @dataclass
@@ -228,9 +228,10 @@ COMPARE_COLUMNS = ["run", "init", "updates", "minutes", "ALC@N", "ALC (all updat
 
 def learning_curve(run_dir: Path) -> list[dict]:
     """The validation evaluations of metrics.jsonl in update order (the last row of a step)."""
-    run = RunDir(run_dir)
-    if not run.path.is_dir():
-        raise LmlowError(f"{run_dir}: no such run folder")
+    run = RunDir(run_dir).require()
+    if run.kind == NGRAM:
+        raise LmlowError(f"{run.path}: an n-gram run has no learning curve (compare LSTM or "
+                         "Transformer runs)")
     rows = run.learning_curve()
     if not rows:
         raise LmlowError(f"{run.metrics_file}: no validation evaluations (train the run first)")
