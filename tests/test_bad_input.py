@@ -209,6 +209,7 @@ CASES = [
     (["eval", "R", "--interpolate", "N", "--weight", "2"], "--weight 2", None),
     (["eval", "N", "--checkpoint", "last"], "--checkpoint applies to LSTM runs only", None),
     (["eval", "R", "--corpus", "X"], "X: no such corpus folder", None),
+    (["eval", "R", "--corpus", "F"], "F: a file, not a corpus folder", None),   # "no such" before
     (["eval", "R", "--map-unseen-inputs"], "needs a run whose input rows were initialised", None),
     (["eval", "N", "--map-unseen-inputs"], "--map-unseen-inputs applies to LSTM runs only", None),
     (["score", "N", "C/test.txt", "--map-unseen-inputs"], "--map-unseen-inputs applies to LSTM", None),

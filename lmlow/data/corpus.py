@@ -275,7 +275,8 @@ def check_corpus_folder(root: Path) -> None:
     """A folder with the three splits (plain or gzipped), or one line naming what is missing."""
     root = Path(root)
     if not root.is_dir():
-        raise LmlowError(f"{root}: no such corpus folder (expected train.txt, valid.txt, test.txt)")
+        what = "a file, not a corpus folder" if root.exists() else "no such corpus folder"
+        raise LmlowError(f"{root}: {what} (expected a folder with train.txt, valid.txt, test.txt)")
     for split in SPLITS:
         if not split_path(root, split).exists():
             raise LmlowError(f"{root}: missing {split}.txt")
