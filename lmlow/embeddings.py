@@ -60,12 +60,18 @@ def _checked_format(path: Path, allow_pickle: bool) -> str:
 
 def load_vectors(path: Path, allow_pickle: bool = False):
     """Load a ``gensim.models.KeyedVectors``; bad files give one line naming file and line."""
-    from gensim.models import KeyedVectors
-
     path = Path(path)
     fmt = _checked_format(path, allow_pickle)
     if fmt in TEXT_FORMATS:
         return read_text_vectors(path, header=fmt == "word2vec-text")
+    return _load_binary(path, fmt)
+
+
+def _load_binary(path: Path, fmt: str):
+    """A gensim, ``.npz`` or word2vec binary file (``fmt``, checked by :func:`_checked_format`),
+    with the checks lmlow's text reader makes: no NaN or infinity, no empty matrix."""
+    from gensim.models import KeyedVectors
+
     try:
         if fmt == "gensim":
             kv = KeyedVectors.load(str(path))
@@ -233,7 +239,7 @@ def vector_words(path: Path, allow_pickle: bool = False) -> list[str]:
     fmt = _checked_format(path, allow_pickle)
     if fmt in TEXT_FORMATS:
         return read_text_words(path, header=fmt == "word2vec-text")
-    return list(load_vectors(path, allow_pickle).index_to_key)
+    return list(_load_binary(path, fmt).index_to_key)
 
 
 def save_npz(kv, path: Path) -> None:

@@ -32,6 +32,11 @@ def test_formats_load_the_same_vectors(tmp_path):
                load_vectors(tmp_path / "g.npz")):
         assert kv.index_to_key == glove.index_to_key
         np.testing.assert_allclose(kv.vectors, glove.vectors, rtol=1e-6)
+    for name in ("w.txt", "b.bin", "g.npz"):                    # the words alone, every format
+        assert vector_words(tmp_path / name) == glove.index_to_key
+    assert vector_words(tmp_path / "g.kv", allow_pickle=True) == glove.index_to_key
+    with pytest.raises(LmlowError, match="g.kv: a gensim file is a Python pickle"):
+        vector_words(tmp_path / "g.kv")
 
 
 @pytest.mark.parametrize("text, message", [
