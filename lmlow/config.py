@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tomllib
 import types
 import typing
@@ -642,11 +643,25 @@ def build_config(preset: str | None = None, file: Path | None = None, **override
         if e.key in from_file and e.key not in given:
             raise e.named(file) from None
         raise
+    except LmlowError as e:                   # a combination: say which of it the file set
+        raise _from_file(e, file, from_file, given) from None
     for name, given in overrides.items():
         if given is not None and ignored_by(cfg.arch, name, given):
             raise LmlowError(f"--{name} {given}: only --arch {ARCH_ONLY[name]} has it (this run "
                              f"is --arch {cfg.arch}); leave it out")
     return cfg
+
+
+def _from_file(error: LmlowError, file, from_file: dict, given: dict) -> LmlowError:
+    """A refused combination's message names flags (``--init glove needs --embeddings``);
+    those of its settings that came from the config file, not the command line, are named
+    with the file too, so that the user knows where to look."""
+    named = {m.replace("-", "_") for m in re.findall(r"--([a-z][a-z-]*)", str(error))}
+    keys = [k for k in from_file if k in named and k not in given]
+    if not keys:
+        return error
+    values = ", ".join(f"{k} = {from_file[k]!r}" for k in keys)
+    return LmlowError(f"{error} ({file}: {values})")
 
 
 def ignored_by(arch: str, name: str, value) -> bool:

@@ -266,6 +266,10 @@ CASES = [
      "--values 1.5: must be in (0, 1]", "O"),
     # a config file's value names the file and key (it named a flag never given: --dropout 1.5)
     (["train", "C", "--out", "O", "--config", "DR"], "dropout.toml: dropout = 1.5: must be", "O"),
+    # a combination the file's settings make: the file named beside the flags (it named only
+    # "--init", a flag never given)
+    (["train", "C", "--out", "O", "--config", "IN", "--preset", "tiny"],
+     "init.toml: init = 'glove,unigram')", "O"),
     (["report", "D"], "no finished runs", None),
     (["report", "X"], "X: no such folder", None),
     (["report", "F"], "F: not a folder", None),
@@ -395,6 +399,7 @@ def places(speech_corpus, tmp_path_factory):
     (root / "sentence-marks.txt").write_text("the\n<s>\n</s>\n")  # KenLM's reserved words
     (root / "range-grid.toml").write_text("[runs.a]\nlr = -1.0\n")
     (root / "dropout.toml").write_text("dropout = 1.5\n")
+    (root / "init.toml").write_text('init = "glove,unigram"\n')
     pipe = tmp_path_factory.mktemp("pipe") / "out"   # not under root: reading it would block
     os.mkfifo(pipe)
     sweep = root / "damaged-sweep"           # a KeyError traceback in the report before
@@ -406,6 +411,7 @@ def places(speech_corpus, tmp_path_factory):
             "X": root / "nowhere", "L": root / "dangling",
             "W": root / "words.txt", "EV": root / "empty-valid", "GZ": root / "gz-docs", "E": root / "blank.txt", "SP": root / "specials.txt",
             "SL": root / "sentence-marks.txt", "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
+            "IN": root / "init.toml",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}
 
