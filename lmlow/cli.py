@@ -298,6 +298,9 @@ def _run(args) -> int:
         except ValueError:                   # not the main thread (a library caller)
             pass
     try:
+        if hasattr(args, "model_threads"):   # the commands that run a model (train: its own)
+            from lmlow.cpus import use_threads
+            use_threads(args.model_threads)
         COMMANDS[args.run](args)
         check_stop()                          # a SIGTERM whose exception Python dropped
     except LmlowError as e:

@@ -9,7 +9,7 @@ import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-from lmlow.config import Config, describe_range, in_range
+from lmlow.config import THREADS_RANGE, Config, describe_range, in_range
 
 
 # --------------------------------------------------------------------------- value types
@@ -180,6 +180,19 @@ def add_run(p, what: str = "run folder", checkpoint: bool = True, device: bool =
     p.add_argument("--device", default=Config.device, choices=Config.CHOICES["device"],
                    help=f"where to run the model (default: {Config.device}; auto is a GPU if "
                    "torch sees one)")
+    p.add_argument("--threads", type=thread_count, default=0, dest="model_threads",
+                   metavar="N", help="CPU threads for the model (0: OMP_NUM_THREADS if set, "
+                   "else the cores this process may use, its CPU affinity and CPU quota; 1 "
+                   "beside a training that has the other cores) (default: 0; in "
+                   + THREADS_RANGE + ")")
+
+
+def thread_count(text: str) -> int:
+    """``--threads``'s type for the commands that run a model: an integer in THREADS_RANGE."""
+    value = at_least(0)(text)
+    if not in_range(value, THREADS_RANGE):
+        raise argparse.ArgumentTypeError(f"must be {describe_range(THREADS_RANGE)}, got {value}")
+    return value
 
 
 def output_path(text: str) -> Path:

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from lmlow.config import SEED_RANGE, THREADS_RANGE, check_values, setting, yes_no
+from lmlow.cpus import available_cpus
 from lmlow.data.corpus import count_words
 from lmlow.data.textio import EOS, UNK, iter_lines
 from lmlow.errors import LmlowError
@@ -67,7 +68,8 @@ class GloveConfig:
     x_max: float = setting(100.0, "weighting cut-off x_max of f(x)")
     alpha: float = setting(0.75, "weighting exponent")
     learning_rate: float = setting(0.05, "AdaGrad rate")
-    threads: int = setting(0, "CPU threads (0: all cores)")
+    threads: int = setting(0, "CPU threads (0: the cores this process may use: its CPU "
+                          "affinity and CPU quota)")
     seed: int = setting(1, "random seed (with more than one thread, updates race as in GloVe, "
                         "so runs differ slightly)")
     memory: float = setting(4.0, "soft memory limit in GB for counting and shuffling")
@@ -149,7 +151,7 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     vocab = glove_vocabulary(counts, cfg.min_count)
     if len(vocab) < 2:
         raise LmlowError(f"no two words occur {cfg.min_count} times or more; lower --min-count")
-    threads = cfg.threads or os.cpu_count() or 1
+    threads = cfg.threads or available_cpus()
     remove_stale_work(work_dir)
     with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=work_dir) as tmp:
         tmp = Path(tmp)

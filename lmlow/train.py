@@ -29,6 +29,7 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
                               save_checkpoint)
 from lmlow.config import (RESUME_CHANGES, Config, check_settings, file_values, keyword_errors,
                           model_shape, same_run_differs)
+from lmlow.cpus import available_cpus
 from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
@@ -47,19 +48,6 @@ SAVE_EVERY = 600    # seconds of training between saves of last.pt within an epo
 
 
 # --------------------------------------------------------------------------- set-up
-
-def available_cpus() -> int:
-    """The cores this process may use: its CPU affinity, capped by a cgroup CPU quota (a
-    container's or a SLURM job's), so that ``--threads 0`` never oversubscribes."""
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
-        if quota != "max":
-            n = min(n, max(1, math.ceil(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, n)
-
 
 def _sgd_fuses() -> bool:
     """Whether this torch's SGD has a fused kernel (torch 2.4 on)."""

@@ -539,3 +539,30 @@ def test_contexts_through_a_pipe_are_answered_as_they_come(runs):
         p.stdin.close()
         p.wait(timeout=120)
     assert p.returncode == 0, p.stderr.read()
+
+
+def test_threads_sets_the_model_commands_threads_and_0_follows_omp_num_threads(runs, capsys,
+                                                                                monkeypatch):
+    """`--threads` of the commands that run a model (they had none: a scorer started beside a
+    training took every core): N sets torch's count; 0 keeps the count OMP_NUM_THREADS gave
+    torch when it is set, else takes the cores the process may use."""
+    import torch
+
+    from conftest import cli
+    from lmlow.cpus import available_cpus
+
+    lstm, _ = runs
+    before, other = torch.get_num_threads(), available_cpus() + 1
+    try:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        torch.set_num_threads(other)
+        assert cli("predict", lstm, "the", "--threads", "1", capsys=capsys)[0] == 0
+        assert torch.get_num_threads() == 1
+        assert cli("predict", lstm, "the", capsys=capsys)[0] == 0
+        assert torch.get_num_threads() == available_cpus()
+        monkeypatch.setenv("OMP_NUM_THREADS", str(other))
+        torch.set_num_threads(other)                # what torch read from it at start
+        assert cli("eval", lstm, "--threads", "0", capsys=capsys)[0] == 0
+        assert torch.get_num_threads() == other
+    finally:
+        torch.set_num_threads(before)
