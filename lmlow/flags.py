@@ -180,8 +180,13 @@ def add_run(p, what: str = "run folder", checkpoint: bool = True, device: bool =
     p.add_argument("--device", default=Config.device, choices=Config.CHOICES["device"],
                    help=f"where to run the model (default: {Config.device}; auto is a GPU if "
                    "torch sees one)")
+    add_threads(p)
+
+
+def add_threads(p, what: str = "the model") -> None:
+    """``--threads`` of a command that runs models (train's and embed's are their settings')."""
     p.add_argument("--threads", type=thread_count, default=0, dest="model_threads",
-                   metavar="N", help="CPU threads for the model (0: OMP_NUM_THREADS if set, "
+                   metavar="N", help=f"CPU threads for {what} (0: OMP_NUM_THREADS if set, "
                    "else the cores this process may use, its CPU affinity and CPU quota; 1 "
                    "beside a training that has the other cores) (default: 0; in "
                    + THREADS_RANGE + ")")

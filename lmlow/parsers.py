@@ -9,7 +9,8 @@ import re
 import textwrap
 from pathlib import Path
 
-from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings, at_least,
+from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings, add_threads,
+                         at_least,
                          input_path, output_path, unk_thresholds)
 
 
@@ -338,6 +339,8 @@ def _report_parser(sub) -> None:
                    help="the same for the untied configurations whose output rows trained from "
                    "--init glove-output vectors, as `lmlow eval --map-unseen-outputs` does "
                    "(default: no)")
+    add_threads(p, "the runs it scores (a run's evaluation not yet cached beside it, or "
+                "with the maps)")
     p.add_argument("--wait", action="store_true",
                    help="if another lmlow command is writing into SWEEP_DIR (another report of "
                    "it, e.g. from a second queue of runs), wait for it to end instead of "

@@ -271,6 +271,8 @@ CASES = [
     (["train", "C", "--out", "O", "--config", "IN", "--preset", "tiny"],
      "init.toml: init = 'glove,unigram')", "O"),
     (["report", "D"], "no finished runs", None),
+    (["report", "D", "--threads", "5000"], "--threads: must be in [0, 4096], got 5000", None),
+    (["eval", "R", "--threads", "-1"], "--threads: must be at least 0, got -1", None),
     (["report", "X"], "X: no such folder", None),
     (["report", "F"], "F: not a folder", None),
     (["report", "S"], "eval_best_valid.json: not an evaluation as lmlow writes one", None),
