@@ -38,6 +38,17 @@ def test_documents_from_folder_and_from_blank_lines(tmp_path):
     assert list(iter_documents([f])) == [["p one", "p two"], ["p three"], ["p four"]]
     assert len(list(iter_documents([f], "line"))) == 4
     assert len(list(iter_documents([f], "file"))) == 1
+    # a folder's files are read as --documents says (each was one document whatever it said),
+    # a whole file each under auto; an empty file in a folder is skipped
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a.txt").write_text("p one\np two\n\np three\n")
+    (folder / "b.txt").write_text("p four\n")
+    (folder / "c.txt").write_text("\n")
+    assert list(iter_documents([folder])) == [["p one", "p two", "p three"], ["p four"]]
+    assert list(iter_documents([folder], "blank")) == [["p one", "p two"], ["p three"], ["p four"]]
+    assert list(iter_documents([folder], "line")) == [["p one"], ["p two"], ["p three"],
+                                                      ["p four"]]
 
 
 def test_split_sizes_are_met_by_whole_documents_and_seeded():
@@ -59,6 +70,11 @@ def test_split_needs_enough_documents():
         assign_splits([3], 0.1, 0.1, seed=1)
     assert assign_splits([3, 3, 3], 0.1, 0.1, seed=1).count("train") == 1
     assert assign_splits([3], 0.0, 0, seed=1) == ["train"]        # asked for no held-out text
+    # the advice to pass --documents line, not to one who did
+    with pytest.raises(LmlowError, match=r"smaller sizes, or --documents line$"):
+        assign_splits([3], 0.1, 0.1, seed=1)
+    with pytest.raises(LmlowError, match=r"smaller sizes$"):
+        assign_splits([3], 0.1, 0.1, seed=1, more_documents=False)
 
 
 def test_parse_size():

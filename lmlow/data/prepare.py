@@ -63,7 +63,8 @@ class PrepareOptions:
     seed: int = setting(1, "seed of the document split")
     documents: str = setting("auto", "what a document is in an input file: blank = paragraphs "
                              "separated by blank lines (auto's choice for files), line = each "
-                             "line, file = the whole file (auto's choice inside folders)")
+                             "line, file = the whole file (auto's choice inside folders); the "
+                             "same for each file of a folder")
     dedup: bool = setting(False, "drop repeated paragraphs (after tokenisation), keeping the "
                           "first", switch=True)
     exclude: tuple = setting((), "drop paragraphs that appear in FILE (a tokenised text, e.g. "
@@ -135,9 +136,11 @@ class PrepareReport:
 def iter_documents(inputs: list[Path], mode: str = "auto") -> Iterator[list[str]]:
     """Yield documents as lists of raw lines (blank lines dropped).
 
-    A folder gives one document per file (recursively, sorted, hidden files skipped). A file
-    gives documents separated by blank lines (``blank``, the default), one per line
-    (``line``), or the whole file (``file``).
+    A file gives documents separated by blank lines (``blank``, auto's choice), one per line
+    (``line``), or the whole file (``file``). A folder's files (recursively, sorted, hidden
+    files skipped; an empty one skipped) are read the same way, a whole file each under
+    ``auto``: a folder of chat logs with ``line`` gives a document per message (``line`` was
+    ignored there, and the split then refused "1 document" with advice to pass it).
     """
     if mode not in DOC_MODES:
         raise LmlowError(f"unknown document mode {mode!r}; choose one of {', '.join(DOC_MODES)}")
@@ -148,9 +151,7 @@ def iter_documents(inputs: list[Path], mode: str = "auto") -> Iterator[list[str]
             if not files:
                 raise LmlowError(f"{inp}: folder has no files")
             for f in files:
-                doc = list(_raw_lines(f))
-                if doc:
-                    yield doc
+                yield from _split_file(f, "file" if mode == "auto" else mode, empty_ok=True)
         else:
             yield from _split_file(inp, "blank" if mode == "auto" else mode)
 
@@ -163,7 +164,7 @@ def _raw_lines(path: Path, keep_blank: bool = False) -> Iterator[str]:
                 yield line
 
 
-def _split_file(path: Path, mode: str) -> Iterator[list[str]]:
+def _split_file(path: Path, mode: str, empty_ok: bool = False) -> Iterator[list[str]]:
     doc: list[str] = []
     empty = True
     for line in _raw_lines(path, keep_blank=True):
@@ -175,7 +176,7 @@ def _split_file(path: Path, mode: str) -> Iterator[list[str]]:
             doc = []
     if doc:
         yield doc
-    if empty:
+    if empty and not empty_ok:
         raise LmlowError(f"{path}: empty file (no text)")
 
 
@@ -217,7 +218,8 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
             os.replace(scratch, out)
             report.splits["all"] = _summary(len(docs.tokens), sum(docs.tokens), out)
         else:
-            assignment = assign_splits(docs.tokens, valid, test, seed)
+            assignment = assign_splits(docs.tokens, valid, test, seed,
+                                       more_documents=documents != "line")
             _copy_splits(scratch, docs, assignment, out, report,
                          preparation_record(tokenizer, norm))
     except BaseException:
@@ -290,13 +292,15 @@ def _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded, r
     return docs
 
 
-def assign_splits(doc_tokens: list[int], valid, test, seed: int) -> list[str]:
+def assign_splits(doc_tokens: list[int], valid, test, seed: int,
+                  more_documents: bool = True) -> list[str]:
     """Choose a split for each document: test first, then valid, in a seeded random order.
 
     Documents are drawn until each held-out split reaches its size in tokens (a fraction of
     all tokens or a count; a fraction above 0 asks for at least one token, so that a text too
     small for it is refused rather than given an empty split); the rest is train.
-    Deterministic for a given seed.
+    Deterministic for a given seed. ``more_documents``: the refusal may suggest
+    ``--documents line`` (not when the documents are lines already).
     """
     total = sum(doc_tokens)
     want = {s: (max(round(v * total), v > 0) if isinstance(v, float) else v) for s, v in
@@ -314,7 +318,8 @@ def assign_splits(doc_tokens: list[int], valid, test, seed: int) -> list[str]:
     for split in SPLITS:
         if split not in assignment and (split == "train" or want[split] > 0):
             raise LmlowError(f"not enough documents ({len(doc_tokens)}) to fill train, valid "
-                             "and test; give more text, smaller sizes, or --documents line")
+                             "and test; give more text, smaller sizes"
+                             + (", or --documents line" if more_documents else ""))
     return assignment
 
 
