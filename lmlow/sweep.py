@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -31,6 +32,7 @@ from lmlow.flags import int_list, str_list
 from lmlow.rundir import RunDir, RunLocked
 from lmlow.sweepdir import SweepDir
 
+EPOCHS_TIMED = 5                    # sweep --status: minutes an epoch, median of the last 5
 ELSEWHERE = RunLocked.exit_code     # a task's exit status when another process holds the run
 
 # Kummerfeld et al. section 3: the six best configurations of Table 1 (outputs never frozen).
@@ -529,8 +531,8 @@ def _status_row(sweep: SweepDir, folder: str, in_queue: dict) -> dict:
 
 def progress(metrics: list[dict]) -> str:
     """Where a run stands, from its metrics rows: epoch and step, the last and the best
-    validation perplexity, and the minutes of its last epoch, so that a user of an hours-long
-    run can see it improving and estimate what is left."""
+    validation perplexity, and the minutes an epoch takes (the median of its last epochs), so
+    that a user of an hours-long run can see it improving and estimate what is left."""
     def number(row, key):
         value = row.get(key)
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -544,11 +546,13 @@ def progress(metrics: list[dict]) -> str:
                  f"(epoch {number(best, 'epoch') or 0:g})")
     timed = [m for m in metrics
              if number(m, "epoch") is not None and number(m, "elapsed") is not None]
-    if len(timed) > 1:
-        a, b = timed[-2:]
-        if b["epoch"] > a["epoch"] and b["elapsed"] > a["elapsed"]:
-            minutes = (b["elapsed"] - a["elapsed"]) / (b["epoch"] - a["epoch"]) / 60
-            text += f"; {minutes:.1f} min/epoch"
+    # the median of the last EPOCHS_TIMED epochs: one epoch that held a pause (a machine
+    # asleep, a process stopped) made a 6-minute epoch read 36
+    last = timed[-EPOCHS_TIMED - 1:]
+    spans = [(b["elapsed"] - a["elapsed"]) / (b["epoch"] - a["epoch"]) / 60
+             for a, b in zip(last, last[1:]) if b["epoch"] > a["epoch"] and b["elapsed"] > a["elapsed"]]
+    if spans:
+        text += f"; {statistics.median(spans):.1f} min/epoch"
     return text
 
 

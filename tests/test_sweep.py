@@ -93,18 +93,27 @@ def test_interrupted_run_is_resumed(speech_corpus, tmp_path):
 
 
 def test_status_progress_reads_what_a_run_logged():
-    """The progress column: last and best validation perplexity, minutes per epoch from the
-    last two epochs; a resumed run's clock, or a hand-edited row, drops only what it cannot say."""
+    """The progress column: last and best validation perplexity, minutes per epoch (the
+    median of the last five epochs, so that one epoch that held a pause does not set it); a
+    resumed run's clock, or a hand-edited row, drops only what it cannot say."""
     from lmlow.sweep import progress
 
     rows = [{"epoch": 1, "step": 10, "valid_ppl": 300.0, "elapsed": 60.0},
             {"epoch": 2, "step": 20, "valid_ppl": 250.0, "elapsed": 180.0},
             {"epoch": 3, "step": 30, "valid_ppl": 260.0, "elapsed": 420.0}]
     assert progress(rows) == ("epoch 3, step 30; valid ppl 260.0, best 250.0 (epoch 2); "
-                              "4.0 min/epoch")
+                              "3.0 min/epoch")
     assert progress(rows[:1]) == "epoch 1, step 10; valid ppl 300.0, best 300.0 (epoch 1)"
     restarted = [*rows[:2], {**rows[2], "elapsed": 30.0}]
-    assert progress(restarted).endswith("(epoch 2)")
+    assert progress(restarted).endswith("(epoch 2); 2.0 min/epoch")
+    # six minutes an epoch, one of them paused for 30: still six; only the last five count
+    steady = [{"epoch": e, "step": e, "valid_ppl": 200.0, "elapsed": 360.0 * e + 1800 * (e > 7)}
+              for e in range(1, 10)]
+    assert progress(steady).endswith("; 6.0 min/epoch")
+    assert progress(steady[:8]).endswith("; 6.0 min/epoch")
+    slower = [*steady, *({"epoch": e, "step": e, "valid_ppl": 200.0,
+                          "elapsed": 360.0 * 9 + 1800 + 600.0 * (e - 9)} for e in range(10, 13))]
+    assert progress(slower).endswith("; 10.0 min/epoch")
     assert progress([{"epoch": "x", "valid_ppl": "y"}]) == "epoch 0, step 0"
 
 
