@@ -144,7 +144,16 @@ def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:
     runs = load_table(path).get("runs")
     if not isinstance(runs, dict) or not runs or not all(isinstance(s, dict) for s in runs.values()):
         raise LmlowError(f"{path}: a grid file needs [runs.NAME] tables of settings")
-    return [(n, check_settings(dict(s), f"{path} [runs.{n}]"), {}) for n, s in runs.items()]
+    return [(n, _listed_init(check_settings(dict(s), f"{path} [runs.{n}]")), {})
+            for n, s in runs.items()]
+
+
+def _listed_init(settings: dict) -> dict:
+    """``init = "glove,unigram"`` as the list the plan reads (the plan took the text's letters
+    for its names, so a run that needed the vectors was not given --embeddings)."""
+    if isinstance(settings.get("init"), str):
+        settings["init"] = tuple(x.strip() for x in settings["init"].split(",") if x.strip())
+    return settings
 
 
 def check_run_settings(name: str, settings: dict, grid_name: str, own: set) -> None:
@@ -160,6 +169,9 @@ def check_run_settings(name: str, settings: dict, grid_name: str, own: set) -> N
         if e.key in own and e.key in VALUES_SET:
             raise LmlowError(f"--values {e.value:g}: {e.rule} (as --{e.key.replace('_', '-')})") from None
         raise
+    except LmlowError as e:              # a combination: which run of the grid makes it
+        where = f"{grid_name} [runs.{name}]" if grid_name not in GRIDS else f"configuration {name}"
+        raise LmlowError(f"{where}: {e}") from None
 
 
 # What --values sets in the named grids that take it (unk: K; datasize: the fraction)

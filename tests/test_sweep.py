@@ -92,6 +92,28 @@ def test_interrupted_run_is_resumed(speech_corpus, tmp_path):
     assert f"lmlow train --resume {out / 'standard.seed1'} --quiet" in r.stdout
 
 
+def test_a_grid_file_takes_init_as_text_and_names_the_run_a_refused_combination_is_in(
+        speech_corpus, vectors, tmp_path):
+    """``init = "glove,unigram"`` (the flag's text form) in a grid file: the plan read the
+    text's letters, so the run was not given --embeddings and the sweep refused it. A
+    combination the grid's run makes is refused naming the file and the run (it named only
+    flags), a named grid's by its configuration."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text('[runs.pre]\ninit = "glove,unigram"\n')
+    r = lmlow("sweep", speech_corpus, "--grid", grid, "--out", tmp_path / "s", "--preset",
+              "tiny", "--embeddings", vectors, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert f"--init glove,unigram --embeddings {vectors}" in r.stdout
+    grid.write_text('[runs.rows]\nfreeze_input_rows = "pretrained"\ntie = false\n')
+    r = lmlow("sweep", speech_corpus, "--grid", grid, "--out", tmp_path / "s", "--preset", "tiny")
+    assert r.stderr == (f"lmlow: error: {grid} [runs.rows]: --freeze-input-rows pretrained says "
+                        "which rows --freeze-input keeps fixed: add --freeze-input\n")
+    r = lmlow("sweep", speech_corpus, "--grid", "six", "--out", tmp_path / "s", "--preset", "tiny",
+              "--embeddings", vectors, "--freeze-input-rows", "pretrained")
+    assert r.stderr.startswith("lmlow: error: configuration standard: --freeze-input-rows")
+    assert not (tmp_path / "s").exists()
+
+
 def test_status_progress_reads_what_a_run_logged():
     """The progress column: last and best validation perplexity, minutes per epoch (the
     median of the last five epochs, so that one epoch that held a pause does not set it); a
