@@ -9,9 +9,8 @@ import re
 import textwrap
 from pathlib import Path
 
-from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings, add_threads,
-                         at_least,
-                         input_path, output_path, unk_thresholds)
+from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings,
+                         add_threads, at_least, input_path, output_path, unk_thresholds)
 
 
 class Formatter(argparse.HelpFormatter):
