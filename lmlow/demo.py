@@ -21,12 +21,12 @@ Reuses what a previous run built. Usage: python -m lmlow.demo [--out runs/demo]
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 from functools import partial
 from pathlib import Path
 
+from lmlow.cpus import available_cpus
 from lmlow.files import atomic_write_text, make_folder
 from lmlow.plots import plot_validation_curves
 from lmlow.sweepdir import SweepDir
@@ -150,7 +150,7 @@ def _train_lstms(args, corpus: Path, vectors: Path) -> dict[str, str]:
     from lmlow.rundir import RunDir
     from lmlow.sweep import Run, config_name, execute
 
-    threads = max(1, (os.cpu_count() or 2) // 2)
+    threads = max(1, available_cpus() // 2)
     runs, names = [], {}
     for label, settings in configurations().items():
         name = config_name(settings)

@@ -24,6 +24,7 @@ from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, SEED_RANGE, Config
                           OutOfRange, arch_of, build_config, check_settings, check_values,
                           ignored_by, in_range, load_table, same_run_differs, setting,
                           table1_configurations)
+from lmlow.cpus import available_cpus
 from lmlow.data.corpus import check_corpus_folder
 from lmlow.data.vocab import read_word_list
 from lmlow.errors import Interrupted, LmlowError, caught_signals
@@ -381,7 +382,7 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
     split = sweep.split(runs)
     log(f"{split.line()}, {jobs} at a time")
     results = [(r, ELSEWHERE) for r in split.busy]
-    per_job = threads or max(1, (os.cpu_count() or 1) // jobs)
+    per_job = threads or max(1, available_cpus() // jobs)   # not the machine's: a job's quota
     env = dict(os.environ, OMP_NUM_THREADS=str(per_job))
     todo, active = list(split.todo), []
 

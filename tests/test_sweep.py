@@ -579,3 +579,25 @@ def test_runs_record_the_vectors_they_read_and_a_report_warns_when_a_table_mixes
     assert r.returncode == 0, r.stderr         # a resume rewrites data.json, keeps the record
     after = json.loads((sweep / "pre.seed1" / "data.json").read_text())
     assert after["corpus"] == str(moved.resolve()) and after["vectors"] == data["vectors"]
+
+
+@pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs 2 cores")
+def test_a_local_sweep_shares_the_cores_this_process_may_use_not_the_machines(speech_corpus,
+                                                                               tmp_path):
+    """A sweep in a process allowed one core (a SLURM job's or a container's share) gives its
+    training one thread: it split the machine's core count, so each of its trainings took
+    more threads than the job had cores."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "grid.toml").write_text('[runs.standard]\ntie = true\ninit = ["random"]\n')
+    out = tmp_path / "sweep"
+    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+    one_core = {min(os.sched_getaffinity(0))}
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "sweep", str(speech_corpus), "--grid",
+                        str(tmp_path / "grid.toml"), "--out", str(out), "--preset", "tiny",
+                        "--max-steps", "2", "--jobs", "1"], capture_output=True, text=True,
+                       env=env, preexec_fn=lambda: os.sched_setaffinity(0, one_core))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "standard.seed1" / "config.json").read_text())["threads"] == 1
