@@ -60,12 +60,14 @@ PREBUILT = os.environ.get("LMLOW_TEST_FIXTURES")
 
 
 def make_speech_corpus(out: Path) -> Path:
-    """Washington's six addresses, spaCy-tokenised, PTB-normalised, split by paragraph."""
+    """Washington's six addresses, spaCy-tokenised, PTB-normalised, split by address (a file
+    of the folder is a document: what `documents="line"` gave here until prepare read a
+    folder's files as --documents says, and what the tests' measured numbers are of)."""
     from lmlow.data.prepare import prepare
     from lmlow.data.tokenize import Normalisation
 
     prepare([SPEECHES], out, tokenizer="spacy", norm=Normalisation.ptb(), valid=0.15, test=0.15,
-            seed=3, documents="line", show_progress=False)
+            seed=3, documents="file", show_progress=False)
     return out
 
 
@@ -91,7 +93,7 @@ def _prebuilt(name: str, dest: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def speech_corpus(tmp_path_factory) -> Path:
-    """Washington's six addresses, spaCy-tokenised, PTB-normalised, split by paragraph."""
+    """Washington's six addresses, spaCy-tokenised, PTB-normalised, split by address."""
     out = tmp_path_factory.mktemp("speech") / "corpus"
     return _prebuilt("speech-corpus", out) if PREBUILT else make_speech_corpus(out)
 

@@ -16,7 +16,7 @@ def cache(tmp_path):
 def test_prepare_vocab_unk_stats(tmp_path, cache):
     out = tmp_path / "corpus"
     r = lmlow("prepare", SPEECHES, "--out", out, "--tokenizer", "spacy", "--ptb",
-              "--documents", "line", "--valid", "0.15", "--test", "0.15", "--json", cache=cache, check=True)
+              "--documents", "file", "--valid", "0.15", "--test", "0.15", "--json", cache=cache, check=True)
     rep = json.loads(r.stdout)
     assert rep["splits"]["valid"]["tokens"] > 0.1 * rep["tokens"]
 
