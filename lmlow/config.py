@@ -204,10 +204,7 @@ class Config:
         "precision": ("auto", "fp32", "bf16", "fp16")}
 
     def __post_init__(self):
-        if isinstance(self.init, str):
-            self.init = tuple(x.strip() for x in self.init.split(",") if x.strip())
-        else:
-            self.init = tuple(self.init)
+        self.init = names(self.init)
 
     # ---- derived
     @property
@@ -339,7 +336,17 @@ def check_settings(data: dict, where, cls=None) -> dict:
     for key, value in data.items():
         if not _has_type(value, hints[key]):
             raise LmlowError(f"{where}: {key} = {value!r}: expected {_type_name(hints[key])}")
-    return data
+    # a list of names given as its comma-separated text (`init = "glove,unigram"`, the flag's
+    # form) comes back as the list: a reader before Config (a sweep's plan) took its letters
+    return {k: names(v) if isinstance(v, str) and typing.get_origin(hints[k]) is tuple else v
+            for k, v in data.items()}
+
+
+def names(value) -> tuple[str, ...]:
+    """A list of names, or one comma-separated text of them, as a tuple."""
+    if isinstance(value, str):
+        return tuple(x.strip() for x in value.split(",") if x.strip())
+    return tuple(value)
 
 
 def _has_type(value, hint) -> bool:
@@ -660,7 +667,10 @@ def _from_file(error: LmlowError, file, from_file: dict, given: dict) -> LmlowEr
     keys = [k for k in from_file if k in named and k not in given]
     if not keys:
         return error
-    values = ", ".join(f"{k} = {from_file[k]!r}" for k in keys)
+    def as_written(v):                   # a tuple here was the file's comma-separated text
+        return ",".join(v) if isinstance(v, tuple) else v
+
+    values = ", ".join(f"{k} = {as_written(from_file[k])!r}" for k in keys)
     return LmlowError(f"{error} ({file}: {values})")
 
 

@@ -145,16 +145,7 @@ def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:
     runs = load_table(path).get("runs")
     if not isinstance(runs, dict) or not runs or not all(isinstance(s, dict) for s in runs.values()):
         raise LmlowError(f"{path}: a grid file needs [runs.NAME] tables of settings")
-    return [(n, _listed_init(check_settings(dict(s), f"{path} [runs.{n}]")), {})
-            for n, s in runs.items()]
-
-
-def _listed_init(settings: dict) -> dict:
-    """``init = "glove,unigram"`` as the list the plan reads (the plan took the text's letters
-    for its names, so a run that needed the vectors was not given --embeddings)."""
-    if isinstance(settings.get("init"), str):
-        settings["init"] = tuple(x.strip() for x in settings["init"].split(",") if x.strip())
-    return settings
+    return [(n, check_settings(dict(s), f"{path} [runs.{n}]"), {}) for n, s in runs.items()]
 
 
 def check_run_settings(name: str, settings: dict, grid_name: str, own: set) -> None:
