@@ -116,10 +116,17 @@ def read_text_vectors(path: Path, header: bool):
     return kv
 
 
+VALUES_CHECKED = 1000   # lines whose values the words alone still parse (:func:`read_text_words`)
+
+
 def read_text_words(path: Path, header: bool) -> list[str]:
     """The words of a GloVe or word2vec text file, in file order, with every check of
-    :func:`read_text_vectors` but the values' (not numbers, NaN, infinity: checked where the
-    vectors are loaded), and without their matrix: what the vocabulary and coverage need."""
+    :func:`read_text_vectors`, and without their matrix: what the vocabulary and coverage
+    need. The values (not numbers, NaN, infinity) are checked on the first
+    ``VALUES_CHECKED`` lines, beyond them where the vectors are loaded: a text file that is
+    not vectors (a corpus given for them: ``hello world`` reads as the word ``hello`` with a
+    one-value vector) is refused at its first line, not counted as words that cover nothing,
+    and a large file's words are still read without parsing its numbers."""
     dim, count, lines = _text_shape(path, header)
     return list(_read_text_lines(path, header, dim, count, lines))
 
@@ -146,7 +153,8 @@ def _read_text_lines(path: Path, header: bool, dim: int, count: int | None, line
             if n < dim:
                 raise LmlowError(f"{path}:{lineno}: {n} values for {word!r}, expected {dim} "
                                  "(inconsistent dimensions)")
-            row = _values(path, lineno, word, fields[cut:]) if store else None
+            row = (_values(path, lineno, word, fields[cut:])
+                   if store or lineno <= VALUES_CHECKED else None)
             if cut > 1:
                 spaced.append((lineno, word))
                 continue

@@ -82,6 +82,9 @@ CASES = [
     (["neighbours", "/dev/zero", "the"], "/dev/zero: not a regular file", None),
     (["train", "C", "--out", "O", "--config", "/dev/zero"], "/dev/zero: not a regular file", "O"),
     (["stats", "C", "--pretrain", "/dev/zero"], "/dev/zero: not a regular file", None),
+    # a text file given as vectors: its first line's words are not values (it read as words
+    # with one-value vectors that covered nothing: coverage 0%, no error)
+    (["stats", "C", "--embeddings", "C/train.txt"], "C/train.txt:1: ", None),
     (["prepare", "/dev/zero", "--out", "O"], "/dev/zero: a device or socket", "O"),
     (["score", "R", "/dev/zero"], "/dev/zero: a device or socket", None),
     (["predict", "R", "--file", "/dev/zero"], "/dev/zero: a device or socket", None),

@@ -57,15 +57,30 @@ def test_formats_load_the_same_vectors(tmp_path):
 ])
 def test_malformed_files_name_file_and_line(tmp_path, text, message):
     """Loading the vectors and reading their words alone (the vocabulary, coverage) refuse a
-    file alike, but for the values, which the words alone do not read."""
+    file alike (the words alone check the values of the first lines)."""
     f = write(tmp_path, "v.txt", text)
     with pytest.raises(LmlowError, match=re.escape(message)):
         load_vectors(f)
-    if "not a number" in message or "NaN" in message:
-        assert vector_words(f) == ["the", "union"]
-    else:
-        with pytest.raises(LmlowError, match=re.escape(message)):
-            vector_words(f)
+    with pytest.raises(LmlowError, match=re.escape(message)):
+        vector_words(f)
+
+
+def test_the_words_alone_parse_the_first_lines_values_only(tmp_path):
+    """A bad value past the first ``VALUES_CHECKED`` lines is found where the vectors are
+    loaded, not by reading their words (which stays a pass that parses no number); one
+    within them is found by both, with its line."""
+    from lmlow.embeddings import VALUES_CHECKED
+    good = [f"w{i} 0.1 0.2 0.3\n" for i in range(VALUES_CHECKED + 5)]
+    late = good[:VALUES_CHECKED + 2] + ["bad 0.1 x 0.3\n"]
+    f = write(tmp_path, "late.txt", "".join(late))
+    assert vector_words(f)[-1] == "bad"
+    with pytest.raises(LmlowError, match=f"late.txt:{VALUES_CHECKED + 3}: 'x' is not a number"):
+        load_vectors(f)
+    early = good[:VALUES_CHECKED - 1] + ["bad 0.1 x 0.3\n"] + good[VALUES_CHECKED:]
+    f = write(tmp_path, "early.txt", "".join(early))
+    for read in (vector_words, load_vectors):
+        with pytest.raises(LmlowError, match=f"early.txt:{VALUES_CHECKED}: 'x' is not a number"):
+            read(f)
 
 
 def test_text_vectors_read_as_gensims_reader_reads_them(vectors, tmp_path):
