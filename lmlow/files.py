@@ -64,8 +64,17 @@ def refuse_link(path: Path) -> None:
         raise LmlowError(f"{path}: a symbolic link where lmlow keeps its own file; lmlow does "
                          "not write through links: remove it")
     if not stat.S_ISREG(st.st_mode):
-        raise LmlowError(f"{path}: not a regular file (a FIFO, device or folder) where lmlow "
-                         "keeps its own file: remove it")
+        raise LmlowError(f"{path}: not a regular file ({kind_of(st)}) where lmlow keeps its own "
+                         "file: remove it")
+
+
+def kind_of(st: os.stat_result) -> str:
+    """What a path that is not a regular file is, for a refusal to name (a run folder given
+    where a file was expected is a folder, not 'a FIFO, device or folder')."""
+    mode = st.st_mode
+    return ("a folder" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a plain file")
 
 
 def require_regular(path: Path) -> Path:
@@ -76,8 +85,7 @@ def require_regular(path: Path) -> Path:
     except FileNotFoundError:
         return path                     # the reader says "no such file" in its own words
     if not stat.S_ISREG(st.st_mode):
-        raise LmlowError(f"{path}: not a regular file (a FIFO, device or folder); refusing to "
-                         "read it")
+        raise LmlowError(f"{path}: not a regular file ({kind_of(st)}); refusing to read it")
     return path
 
 

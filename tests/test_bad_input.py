@@ -79,7 +79,9 @@ CASES = [
     # a device, where a file is expected: read until memory ran out (the OOM killer) before
     (["vocab", "C", "--vocab", "/dev/zero"], "/dev/zero: not a regular file", None),
     (["vocab", "C", "--embeddings", "/dev/zero"], "/dev/zero: not a regular file", None),
-    (["neighbours", "/dev/zero", "the"], "/dev/zero: not a regular file", None),
+    (["neighbours", "/dev/zero", "the"], "/dev/zero: not a regular file (a device)", None),
+    # a run folder where a vector file was expected is called a folder
+    (["neighbours", "R", "the"], "R: not a regular file (a folder)", None),
     (["train", "C", "--out", "O", "--config", "/dev/zero"], "/dev/zero: not a regular file", "O"),
     (["stats", "C", "--pretrain", "/dev/zero"], "/dev/zero: not a regular file", None),
     # a text file given as vectors: its first line's words are not values (it read as words
