@@ -500,6 +500,8 @@ def status(out: Path, in_queue: dict) -> list[dict]:
     ``in_queue`` (the scheduler's view: folder -> job, state, node, reason)."""
     plan = load_plan(out)
     if plan is None:
+        if not Path(out).is_dir():
+            raise LmlowError(f"{out}: no such folder; expected a sweep folder")
         raise LmlowError(f"{out}: not a sweep folder (no {SweepDir.PLAN})")
     return [_status_row(SweepDir(out), run.folder, in_queue) for run in plan]
 
