@@ -369,7 +369,9 @@ class Slurm:
 
 
 def executor_of(out: Path):
-    """The executor a sweep folder was run with: SLURM if it has submitted jobs."""
-    from lmlow.sweep import Local
+    """The executor a sweep folder was run with: SLURM if it has submitted jobs (a folder
+    that is no sweep is refused here, so --cancel does not call it a local sweep)."""
+    from lmlow.sweep import Local, require_plan
+    require_plan(out)
     return Slurm(SlurmOptions()) if SweepDir(out).jobs_file.exists() else Local()
 

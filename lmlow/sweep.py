@@ -494,15 +494,22 @@ class Local:
                          "keep their last.pt)")
 
 
-def status(out: Path, in_queue: dict) -> list[dict]:
-    """Every run of the sweep: finished, running (job, node), pending, failed (exit status,
-    the log's last lines), stopped (resumable) or not submitted; from the run folders and
-    ``in_queue`` (the scheduler's view: folder -> job, state, node, reason)."""
+def require_plan(out: Path) -> list:
+    """The plan of sweep folder ``out``, or one line saying why it is none (missing, or a
+    folder without the sweep's plan): what --status and --cancel check before anything."""
     plan = load_plan(out)
     if plan is None:
         if not Path(out).is_dir():
             raise LmlowError(f"{out}: no such folder; expected a sweep folder")
         raise LmlowError(f"{out}: not a sweep folder (no {SweepDir.PLAN})")
+    return plan
+
+
+def status(out: Path, in_queue: dict) -> list[dict]:
+    """Every run of the sweep: finished, running (job, node), pending, failed (exit status,
+    the log's last lines), stopped (resumable) or not submitted; from the run folders and
+    ``in_queue`` (the scheduler's view: folder -> job, state, node, reason)."""
+    plan = require_plan(out)
     return [_status_row(SweepDir(out), run.folder, in_queue) for run in plan]
 
 

@@ -170,6 +170,8 @@ CASES = [
      "--time 1:xx: not a SLURM time limit", "O"),
     (["sweep", "C", "--status"], "not a sweep folder", None),
     (["sweep", "X/sw", "--status"], "X/sw: no such folder; expected a sweep folder", None),
+    (["sweep", "X/sw", "--cancel"], "X/sw: no such folder; expected a sweep folder", None),
+    (["sweep", "C", "--cancel"], "C: not a sweep folder", None),
     (["train", "C", "--out", "O", "--preset", "tiny", "--batch-size", "5", "--nproc", "2"],
      "--batch-size 5 cannot be split evenly over --nproc 2", "O"),
     (["train", "C", "--out", "O", "--tie", "maybe"], "--tie", "O"),
