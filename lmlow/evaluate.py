@@ -318,6 +318,8 @@ def top_words(vocab: Vocabulary, logprobs: np.ndarray, top: int = 10,
     """The ``top`` words of a next-word distribution, most probable first (ties in vocabulary
     order), without ``<unk>`` unless ``include_unk``; with ``prefix``, only the words that begin
     with it (completions of a word being typed), each with its probability as the next word."""
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
+        raise LmlowError(f"top = {top!r}: expected a whole number >= 1 (how many words)")
     lp = np.asarray(logprobs, dtype=np.float64)
     ids = vocab.ids_with_prefix(prefix) if prefix else np.arange(len(lp))
     if not include_unk:
@@ -397,8 +399,13 @@ class ContextReaders:
 
 
 def line_words(text: str | list[str]) -> list[str]:
-    """A line's words: a text split at white space, or a list of words as given."""
-    return text.split() if isinstance(text, str) else list(text)
+    """A line's words: a text split at white space, or a list of words as given (anything
+    else is refused: a number's digits, a list's non-words, are no words)."""
+    if isinstance(text, str):
+        return text.split()
+    if isinstance(text, (list, tuple)) and all(isinstance(w, str) for w in text):
+        return list(text)
+    raise LmlowError(f"{text!r:.60}: expected a text or a list of words")
 
 
 def context_words(context: str | list[str]) -> list[str]:

@@ -132,6 +132,17 @@ def test_next_words_are_the_most_probable_first_without_unk(runs):
     assert "<unk>" not in dict(run.next_words("the", top=10**6))
     with pytest.raises(LmlowError, match="the context holds <eos>"):
         run.next_words(["the", "<eos>"])
+    # a wrong argument is one error naming it, not a slice of the list or a TypeError
+    for top in (0, -1, "3", 2.5, True):
+        with pytest.raises(LmlowError, match=f"top = {top!r}: expected a whole number >= 1"):
+            run.next_words("the", top=top)
+        with pytest.raises(LmlowError, match="top = "):
+            run.reader().feed("the").next_words(top)
+    for text in (5, ["the", 5], None):
+        with pytest.raises(LmlowError, match="expected a text or a list of words"):
+            run.score(text)
+        with pytest.raises(LmlowError, match="expected a text or a list of words"):
+            run.next_words(text)
 
 
 @pytest.mark.parametrize("kind", ["lstm", "transformer", "ngram", "mixture"])
