@@ -18,6 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from lmlow.config import Config, check_settings, file_values, keyword_errors
+from lmlow.config import path_value as _path
+from lmlow.config import text_value as _text
 from lmlow.errors import LmlowError
 
 
@@ -28,10 +30,6 @@ def _paths(value, where: str, what: str) -> list[Path]:
             not all(isinstance(v, (str, os.PathLike)) for v in items):
         raise LmlowError(f"{where}: {what} = {value!r}: expected a path or a list of paths")
     return [Path(v) for v in items]
-
-
-def _path(value, where: str, what: str) -> Path:
-    return Path(_text(value, where, what))
 
 
 def _silent(*_args, **_kwargs) -> None:
@@ -180,13 +178,6 @@ def results(sweep_dir, baselines=None, paired: str | None = None,
     for warning in said:
         warnings.warn(warning, stacklevel=2)
     return read_json(paths[2], rows=True)
-
-
-def _text(value, where: str, what: str) -> str:
-    """A name or a path, as text."""
-    if not isinstance(value, (str, os.PathLike)):
-        raise LmlowError(f"{where}: {what} = {value!r}: expected text or a path")
-    return os.fspath(value)
 
 
 def _bool(value, where: str, what: str) -> bool:

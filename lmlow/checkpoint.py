@@ -7,6 +7,7 @@ Checkpoints hold only tensors and plain data, are written atomically and load wi
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +24,17 @@ CHECKPOINT_FORMAT = 1
 
 
 def pick_device(name: str) -> torch.device:
+    """``auto`` (a GPU if torch sees one), ``cpu``, ``cuda`` or ``cuda:N``; any other name is
+    one error, not torch's list of every device type it knows."""
+    if not isinstance(name, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", name):
+        raise LmlowError(f"--device {name!r}: choose auto, cpu or cuda (cuda:N for one GPU)")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise LmlowError("--device cuda: no CUDA GPU is available to torch")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise LmlowError(f"--device {name}: no CUDA GPU is available to torch")
+        if ":" in name and int(name.split(":")[1]) >= torch.cuda.device_count():
+            raise LmlowError(f"--device {name}: torch sees {torch.cuda.device_count()} GPU(s)")
     return torch.device(name)
 
 

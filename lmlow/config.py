@@ -415,6 +415,20 @@ class OutOfRange(LmlowError):
         return LmlowError(f"{where}: {self.key} = {self.value!r}: {self.rule}")
 
 
+def text_value(value, where: str, what: str) -> str:
+    """A name or a path given from Python, as text; anything else is one error naming the
+    function and the argument (``lmlow.fit: out = 5: expected text or a path``), not a
+    TypeError from deep inside."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise LmlowError(f"{where}: {what} = {value!r}: expected text or a path")
+    return os.fspath(value)
+
+
+def path_value(value, where: str, what: str) -> Path:
+    """:func:`text_value` as a path."""
+    return Path(text_value(value, where, what))
+
+
 @contextmanager
 def keyword_errors(where: str, keys):
     """Inside, a range or choice error of one of ``keys`` (settings given as keywords, to a

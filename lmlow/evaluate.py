@@ -17,7 +17,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from lmlow.config import Config
+from lmlow.config import Config, path_value
 from lmlow.data.corpus import Corpus
 from lmlow.data.textio import EOS, blocks, is_stream, iter_keyed_lines
 from lmlow.data.vocab import Vocabulary
@@ -160,7 +160,8 @@ class Scorer(ABC):
             raise LmlowError(f"{self.corpus_path}: no such corpus folder (the one "
                              f"{self.run_dir} was trained on); if it moved, pass --corpus PATH")
         if root is not None:
-            self._check_tokenised_alike(Path(root))
+            root = path_value(root, "corpus", "corpus")
+            self._check_tokenised_alike(root)
         return Corpus(Path(root or self.corpus_path), self.unk_threshold, vocab=self.vocab)
 
     def _check_tokenised_alike(self, root: Path) -> None:

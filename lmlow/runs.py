@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from lmlow.checkpoint import fast_matmuls, load_model
-from lmlow.config import check_values, setting
+from lmlow.config import check_values, path_value, setting
 from lmlow.data.corpus import SPLITS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
@@ -99,6 +99,13 @@ class InterpolatedRun(Scorer):
 
     def __init__(self, a: Scorer, b: Scorer, weight: float | None = None,
                  reset_lines: bool = False):
+        for name, run in (("a", a), ("b", b)):
+            if not isinstance(run, Scorer):
+                raise LmlowError(f"lmlow.interpolate: {name} = {run!r:.60}: expected a model "
+                                 "(lmlow.load(RUN_DIR))")
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))):
+            raise LmlowError(f"lmlow.interpolate: weight = {weight!r}: expected a number "
+                             "between 0 and 1, or None (tuned)")
         if a.vocab.words != b.vocab.words:
             i = next((i for i, (x, y) in enumerate(zip(a.vocab.words, b.vocab.words)) if x != y),
                      min(len(a.vocab.words), len(b.vocab.words)))
@@ -163,7 +170,7 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
     before its first validation), ``device`` and ``lstm_options`` (``batch_size``,
     ``bias_scale``, ``map_unseen_inputs``, ``map_unseen_outputs``) apply to LSTM runs; an
     n-gram run refuses a checkpoint or LSTM option."""
-    run = RunDir(run_dir).require()
+    run = RunDir(path_value(run_dir, "lmlow.load", "run_dir")).require()
     if run.kind == NGRAM:
         from lmlow.ngram_run import NgramRun
 

@@ -28,7 +28,7 @@ from lmlow.checkpoint import (build_model, checkpoint_config, checkpoint_vocabul
                               model_sizes, pick_device, pick_precision, precision_name,
                               save_checkpoint)
 from lmlow.config import (RESUME_CHANGES, Config, check_settings, file_values, keyword_errors,
-                          model_shape, same_run_differs)
+                          model_shape, path_value, same_run_differs)
 from lmlow.cpus import available_cpus
 from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
@@ -810,7 +810,8 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
                          "--max-time, --max-steps, --precision, --device and --threads may be "
                          f"given with it, not --{refused[0].replace('_', '-')}")
     check_settings(changes, "lmlow.resume")     # from Python: of the right type
-    run = RunDir(run_dir)
+    run = RunDir(path_value(run_dir, "lmlow.resume", "run_dir"))
+    corpus = None if corpus is None else path_value(corpus, "lmlow.resume", "corpus")
     if not run.path.is_dir():
         raise LmlowError(f"{run.path}: no such run folder")
     world = world_from_env()
@@ -927,11 +928,14 @@ def fit(corpus: str | Path | None, out: str | Path, preset: str | None = None,
     file's are (an unknown key or a value of another type is one LmlowError naming it), then
     the run is what the command would make: the same defaults, checks, folder and files.
     Returns the run's summary (what ``summary.json`` holds); ``lmlow.load(out)`` scores it."""
-    settings = check_settings(file_values(settings), "lmlow.fit")
-    with keyword_errors("lmlow.fit", settings):
-        return run_command(None if corpus is None else Path(corpus), Path(out),
-                           config=None if config is None else Path(config), preset=preset,
-                           settings=settings, force=force, quiet=quiet)
+    where = "lmlow.fit"
+    settings = check_settings(file_values(settings), where)
+    corpus = None if corpus is None else path_value(corpus, where, "corpus")
+    config = None if config is None else path_value(config, where, "config")
+    out = path_value(out, where, "out")
+    with keyword_errors(where, settings):
+        return run_command(corpus, out, config=config, preset=preset, settings=settings,
+                           force=force, quiet=quiet)
 
 
 def _check_launchable(cfg: Config, out: Path, force: bool, nproc: int) -> None:

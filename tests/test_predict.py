@@ -4,6 +4,7 @@ n-gram and their mixture sums to one over the vocabulary and gives each word the
 `lmlow score --interpolate`: a reranker's mixed sentence scores."""
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -143,6 +144,33 @@ def test_next_words_are_the_most_probable_first_without_unk(runs):
             run.score(text)
         with pytest.raises(LmlowError, match="expected a text or a list of words"):
             run.next_words(text)
+
+
+def test_the_python_entry_points_refuse_arguments_of_the_wrong_type(runs, speech_corpus, tmp_path):
+    """From Python a wrong argument is one LmlowError naming it (was: TypeError from pathlib,
+    torch's list of every device type it knows, AttributeError from inside the mixture)."""
+    import lmlow
+    lstm, kn = runs
+    run = load(lstm)
+    cases = [
+        (lambda: lmlow.fit(speech_corpus, 5), "lmlow.fit: out = 5: expected text or a path"),
+        (lambda: lmlow.fit(5, tmp_path / "r"), "lmlow.fit: corpus = 5: expected text or a path"),
+        (lambda: lmlow.resume(5), "lmlow.resume: run_dir = 5: expected text or a path"),
+        (lambda: lmlow.load(5), "lmlow.load: run_dir = 5: expected text or a path"),
+        (lambda: lmlow.load(lstm, device="tpu"), "--device 'tpu': choose auto, cpu or cuda"),
+        (lambda: run.evaluate("valid", corpus=5), "corpus = 5: expected text or a path"),
+        (lambda: lmlow.interpolate(run, str(kn)), "lmlow.interpolate: b = "),
+        (lambda: lmlow.interpolate(run, load(kn), weight="a"),
+         "lmlow.interpolate: weight = 'a': expected a number"),
+    ]
+    for call, message in cases:
+        with pytest.raises(LmlowError, match=re.escape(message)):
+            call()
+    assert not (tmp_path / "r").exists()
+    mixed = lmlow.interpolate(run, load(kn), weight=1)          # an int weight is a weight
+    got, want = mixed.next_words("the", top=3), run.next_words("the", top=3)
+    assert [w for w, _ in got] == [w for w, _ in want]
+    assert [p for _, p in got] == pytest.approx([p for _, p in want], abs=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["lstm", "transformer", "ngram", "mixture"])
