@@ -38,6 +38,9 @@ CASES = [
     (["prepare", "C/train.txt", "--out", "O", "--documents", "pages"], "--documents", "O"),
     (["prepare", "B/train.txt", "--out", "O"], "not valid UTF-8", "O"),
     (["prepare", "C/train.txt", "--out", "C"], "exists; pass --force", None),
+    # nothing left to split: the error names the input and why
+    (["prepare", "C/valid.txt", "--exclude", "C/valid.txt", "--out", "O"],
+     "C/valid.txt: no text left after tokenisation and filtering (", "O"),
     # vocab, unk, stats
     (["vocab", "X"], "X: no such corpus folder", None),
     (["vocab", "C", "--unk-threshold", "-1"], "--unk-threshold", None),

@@ -213,7 +213,11 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         docs = _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded,
                             report, show_progress)
         if not docs:
-            raise LmlowError("no text left after tokenisation and filtering")
+            given = f"{inputs[0]}" + (f" (and {len(inputs) - 1} more)" if len(inputs) > 1 else "")
+            removed = report.duplicates_removed + report.excluded_removed
+            raise LmlowError(f"{given}: no text left after tokenisation and filtering" +
+                             (f" ({removed} lines removed by --dedup/--exclude)" if removed else
+                              " (every line blank, or emptied by the tokeniser and its flags)"))
         if no_split:
             os.replace(scratch, out)
             report.splits["all"] = _summary(len(docs.tokens), sum(docs.tokens), out)
