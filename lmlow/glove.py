@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -277,6 +278,11 @@ def embed(texts: list[Path], out: Path, cfg: GloveConfig = GloveConfig(),
     hours of work: a folder that takes no files, a name too long, or a second ``embed`` to the
     same ``--out`` is refused at the start, not at the end."""
     cfg.validate()
+    for text in map(Path, texts):
+        if text.is_dir():        # prepare reads folders of documents; GloVe reads one text
+            raise LmlowError(f"{text}: is a folder, expected a text file (a folder of documents "
+                             f"becomes one with `lmlow prepare {shlex.quote(str(text))} --out "
+                             "FILE --no-split`, tokenised as the LM corpus)")
     out = Path(out)
     npz = out.with_suffix(".npz")
     refuse_overwrite([out, npz], force)

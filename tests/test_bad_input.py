@@ -118,6 +118,8 @@ CASES = [
     (["stats", "D"], "missing train.txt", None),
     # embed, neighbours
     (["embed", "X/t.txt", "--out", "O/v.txt"], "X/t.txt: no such file", "O"),
+    (["embed", "D", "--out", "O/v.txt"], "D: is a folder, expected a text file (a folder of "
+     "documents becomes one with `lmlow prepare", "O"),
     (["embed", "C/train.txt", "--out", "O/v.txt", "--dim", "0"], "--dim", "O"),
     (["embed", "C/train.txt", "--out", "O/v.txt", "--epochs", "0"], "--epochs", "O"),
     (["embed", "C/train.txt", "--out", "O/v.txt", "--window", "-1"], "--window", "O"),
