@@ -29,6 +29,24 @@ def last_line(stderr: str) -> str:
     return lines[-1] if lines else ""
 
 
+def ended(returncode: int, rebuild: str = "") -> str:
+    """How a program ended, in words: ``exit status N``, or the signal that killed it. SIGILL
+    is an instruction this CPU lacks: a program compiled for another CPU (GloVe is built with
+    -march=native, so a build shared by a cluster's newer and older nodes, or a checkout moved
+    to another machine, dies so); ``rebuild`` says how to build it for this one."""
+    import signal
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    if -returncode == getattr(signal, "SIGILL", 4):
+        return ("killed by SIGILL, an instruction this CPU does not have: it was compiled for "
+                f"another CPU{'; ' + rebuild if rebuild else ''}")
+    return f"killed by {name}"
+
+
 def die_with_parent() -> None:
     """For ``preexec_fn``: the child gets SIGKILL when lmlow dies, however it dies (kill -9
     included), so no estimator runs on as an orphan writing into a folder lmlow gave up.
@@ -43,13 +61,17 @@ def die_with_parent() -> None:
 
 
 def run_program(cmd: list, what: str, message: Callable[[str], str] = last_line,
-                check: bool = True) -> subprocess.CompletedProcess:
+                check: bool = True, rebuild: str = "") -> subprocess.CompletedProcess:
     """Run ``cmd`` capturing its output. With ``check``, a non-zero exit raises a one-line
-    error: ``what`` failed, with ``message(stderr)`` (the program's own explanation). The child
+    error: ``what`` failed, with ``message(stderr)`` (the program's own explanation), or for a
+    program killed by a signal, which one (:func:`ended`; ``rebuild``: how to rebuild it). The child
     dies with lmlow (:func:`die_with_parent`); if lmlow is interrupted (SIGINT, or SIGTERM
     through the CLI's handler) the child is killed before the exception goes on."""
     done = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, errors="replace", preexec_fn=die_with_parent)
     if check and done.returncode != 0:
-        raise LmlowError(f"{what} failed: {message(done.stderr) or f'exit status {done.returncode}'}")
+        said = message(done.stderr)
+        if done.returncode < 0:
+            said = ended(done.returncode, rebuild) + (f" (its last words: {said})" if said else "")
+        raise LmlowError(f"{what} failed: {said or ended(done.returncode)}")
     return done

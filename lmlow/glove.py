@@ -45,7 +45,7 @@ from lmlow.cpus import available_cpus
 from lmlow.data.corpus import count_words
 from lmlow.data.textio import EOS, UNK, iter_lines
 from lmlow.errors import LmlowError
-from lmlow.external import die_with_parent, find_program, last_line, run_program
+from lmlow.external import die_with_parent, ended, find_program, last_line, run_program
 from lmlow.files import atomic_path, pid_alive, refuse_overwrite
 from lmlow.progress import epochs_bar, progress
 
@@ -113,6 +113,10 @@ class GloveReport:
                 f"({self.cooccurrences} co-occurring pairs); counting {self.seconds_counting:.0f}s, "
                 f"{self.config['epochs']} epochs {self.seconds_training:.0f}s (final cost "
                 f"{cost:.4f}); peak memory {self.peak_memory_mb:.0f} MB{skipped}")
+
+
+# GloVe's tools are compiled with -march=native (tools/build_glove.py): for the CPU that built them
+REBUILD = "rebuild GloVe's tools on this machine: `python tools/build_glove.py --force` (the venv's python)"
 
 
 def tool(name: str) -> str:
@@ -222,7 +226,8 @@ def _run(cmd: list, what: str, show_progress: bool) -> str:
     """Run one GloVe tool; its log becomes a one-line error if it fails."""
     if show_progress:
         print(f"GloVe: {what}...", file=sys.stderr, flush=True)
-    return run_program(cmd, f"{Path(str(cmd[0])).name} ({what})", last_line).stderr
+    return run_program(cmd, f"{Path(str(cmd[0])).name} ({what})", last_line,
+                       rebuild=REBUILD).stderr
 
 
 def _fit(tmp: Path, cfg: GloveConfig, threads: int, unk_vector: bool, show_progress: bool) -> list[float]:
@@ -247,7 +252,9 @@ def _fit(tmp: Path, cfg: GloveConfig, threads: int, unk_vector: bool, show_progr
         proc.wait()
         raise
     if proc.wait() != 0:
-        raise LmlowError(f"glove-train failed (exit {proc.returncode}): {' / '.join(tail)}")
+        said = ' / '.join(tail)
+        raise LmlowError(f"glove-train failed ({ended(proc.returncode, REBUILD)})"
+                         + (f": {said}" if said else ""))
     if costs and not np.isfinite(costs[-1]):
         raise LmlowError("GloVe diverged (non-finite cost); lower --learning-rate")
     return costs

@@ -1,6 +1,9 @@
 """GloVe training on real in-domain text learns relatedness; the CLI writes both formats."""
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -199,3 +202,45 @@ def test_vectors_are_written_as_a_pair_or_not_at_all(fails, tmp_path, monkeypatc
     save_vectors(new, out, force=True)
     for f in (out, tmp_path / "v.npz"):
         np.testing.assert_array_equal(load_vectors(f)["b"], [6, 6])
+
+
+def _child(pid: int, name: str) -> int | None:
+    """The process id of ``pid``'s child called ``name``, if it is running."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+            comm, ppid = fields[0].split("(", 1)[1], int(fields[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and comm == name[:15]:
+            return int(stat.parent.name)
+    return None
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the tool's process in /proc")
+def test_a_tool_dying_of_sigill_says_the_build_is_for_another_cpu(tmp_path):
+    """GloVe is compiled with -march=native: on a CPU without an instruction it uses (a
+    cluster's older node, a checkout moved to another machine) a tool dies of SIGILL. The real
+    glove-train is sent that signal mid-training: embed ends in one line saying what it means
+    and how to rebuild, and leaves no output."""
+    out = tmp_path / "v.txt"
+    proc = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "embed", str(PRETRAIN), "--out",
+                             str(out), "--dim", "50", "--epochs", "100000", "--threads", "1",
+                             "--min-count", "1"], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, tool = time.time() + 120, None
+        while tool is None and proc.poll() is None and time.time() < deadline:
+            tool = _child(proc.pid, "glove-train")
+            time.sleep(0.05)
+        assert tool is not None, "glove-train never started"
+        os.kill(tool, signal.SIGILL)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("lmlow: error: glove-train failed (killed by SIGILL, an instruction "
+                           "this CPU does not have: it was compiled for another CPU; rebuild "), line
+    assert "`python tools/build_glove.py --force`" in line
+    assert not out.exists() and not out.with_suffix(".npz").exists()
