@@ -194,8 +194,16 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
     bad = [s for s in seeds if not in_range(s, SEED_RANGE)]
     if bad:
         raise LmlowError(f"--seeds: {bad[0]} is outside {SEED_RANGE}")
-    configurations = [(name, settings, labels, arch_of({**extra, **settings}, preset))
-                      for name, settings, labels in grid(grid_name, embeddings, values)]
+    # a grid file's run may name its own preset (an LSTM beside a Transformer): it wins over
+    # the sweep's --preset, as the run's other keys win over the sweep's flags
+    planned = list(grid(grid_name, embeddings, values))
+    for name, settings, _ in planned:
+        if settings.get("preset", preset) not in PRESETS:
+            raise LmlowError(f"{grid_name} [runs.{name}]: preset = {settings['preset']!r}: "
+                             f"choose one of {', '.join(PRESETS)}")
+    configurations = [(name, settings, labels,
+                       arch_of({**extra, **settings}, settings.get("preset", preset)))
+                      for name, settings, labels in planned]
     for key, value in extra.items():
         if configurations and all(ignored_by(arch, key, value) for *_, arch in configurations):
             raise LmlowError(f"--{key} {value}: only --arch {ARCH_ONLY[key]} has it, and "
@@ -216,10 +224,10 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
             if not embeddings:
                 raise LmlowError(f"configuration {name} needs --embeddings FILE")
             settings["embeddings"] = embeddings[0]
-        check_run_settings(name, {**settings, "seed": seeds[0], "preset": preset}, grid_name,
-                           set(own))
+        settings["preset"] = own.get("preset", preset)
+        check_run_settings(name, {**settings, "seed": seeds[0]}, grid_name, set(own))
         for seed in seeds:
-            runs.append(Run(name, {**settings, "seed": seed, "preset": preset}, seed, labels))
+            runs.append(Run(name, {**settings, "seed": seed}, seed, labels))
     return runs
 
 

@@ -114,6 +114,26 @@ def test_a_grid_file_takes_init_as_text_and_names_the_run_a_refused_combination_
     assert not (tmp_path / "s").exists()
 
 
+def test_a_grid_files_run_may_name_its_own_preset(speech_corpus, tmp_path):
+    """``preset = "transformer-tiny"`` in a grid file's run table was dropped for the sweep's
+    --preset (the run trained as an LSTM of the other preset, its table said nothing); it now
+    wins, as the run's other keys win over the sweep's flags, and an unknown one names the
+    run."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text('[runs.tf]\npreset = "transformer-tiny"\n[runs.plain]\nmax_epochs = 1\n')
+    r = lmlow("sweep", speech_corpus, "--grid", grid, "--out", tmp_path / "s", "--preset",
+              "tiny", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert any("tf.seed1 --preset transformer-tiny " in ln for ln in lines), r.stdout
+    assert any("plain.seed1 --preset tiny " in ln for ln in lines), r.stdout
+    grid.write_text('[runs.odd]\npreset = "huge"\n')
+    r = lmlow("sweep", speech_corpus, "--grid", grid, "--out", tmp_path / "s", "--dry-run")
+    assert r.stderr == (f"lmlow: error: {grid} [runs.odd]: preset = 'huge': choose one of "
+                        "paper, small, transformer-small, transformer-tiny, tiny\n")
+    assert not (tmp_path / "s").exists()
+
+
 def test_status_progress_reads_what_a_run_logged():
     """The progress column: last and best validation perplexity, minutes per epoch (the
     median of the last five epochs, so that one epoch that held a pause does not set it); a
