@@ -145,7 +145,17 @@ def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:
     runs = load_table(path).get("runs")
     if not isinstance(runs, dict) or not runs or not all(isinstance(s, dict) for s in runs.values()):
         raise LmlowError(f"{path}: a grid file needs [runs.NAME] tables of settings")
+    for n, s in runs.items():
+        for key, owner in GRID_REFUSED.items():
+            if key in s:
+                raise LmlowError(f"{path} [runs.{n}]: {key} is the sweep's ({owner}), the same "
+                                 "for every run; leave it out of the run's table")
     return [(n, check_settings(dict(s), f"{path} [runs.{n}]"), {}) for n, s in runs.items()]
+
+
+# Settings a grid file's run cannot have: every run of one table reads the sweep's corpus (its
+# rows are compared on the same tokens) and trains once per --seeds seed
+GRID_REFUSED = {"corpus": "its CORPUS argument", "seed": "--seeds"}
 
 
 def check_run_settings(name: str, settings: dict, grid_name: str, own: set) -> None:

@@ -118,7 +118,8 @@ def test_a_grid_files_run_may_name_its_own_preset(speech_corpus, tmp_path):
     """``preset = "transformer-tiny"`` in a grid file's run table was dropped for the sweep's
     --preset (the run trained as an LSTM of the other preset, its table said nothing); it now
     wins, as the run's other keys win over the sweep's flags, and an unknown one names the
-    run."""
+    run. A run's seed (replaced by --seeds) or corpus (each table compares one corpus) is
+    refused."""
     grid = tmp_path / "grid.toml"
     grid.write_text('[runs.tf]\npreset = "transformer-tiny"\n[runs.plain]\nmax_epochs = 1\n')
     r = lmlow("sweep", speech_corpus, "--grid", grid, "--out", tmp_path / "s", "--preset",
@@ -127,6 +128,11 @@ def test_a_grid_files_run_may_name_its_own_preset(speech_corpus, tmp_path):
     lines = r.stdout.splitlines()
     assert any("tf.seed1 --preset transformer-tiny " in ln for ln in lines), r.stdout
     assert any("plain.seed1 --preset tiny " in ln for ln in lines), r.stdout
+    for key, value, owner in (("seed", "5", "--seeds"), ("corpus", '"/tmp"', "its CORPUS argument")):
+        grid.write_text(f'[runs.a]\n{key} = {value}\n')       # was replaced, or honoured
+        r = lmlow("sweep", speech_corpus, "--grid", grid, "--out", tmp_path / "s", "--dry-run")
+        assert r.stderr == (f"lmlow: error: {grid} [runs.a]: {key} is the sweep's ({owner}), "
+                            "the same for every run; leave it out of the run's table\n")
     grid.write_text('[runs.odd]\npreset = "huge"\n')
     r = lmlow("sweep", speech_corpus, "--grid", grid, "--out", tmp_path / "s", "--dry-run")
     assert r.stderr == (f"lmlow: error: {grid} [runs.odd]: preset = 'huge': choose one of "
