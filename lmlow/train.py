@@ -835,6 +835,10 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
                              f"NEW_CORPUS --resume {run.path}`")
         with keyword_errors("lmlow.resume", changes):    # only Python's can be out of range
             cfg = cfg.validate()
+        if cfg.max_epochs == 0:     # its untrained-model path would overwrite best.pt
+            raise LmlowError(f"--max-epochs 0 saves an untrained model; --resume continues "
+                             f"training: give more than the {ck['state']['epoch']} epochs "
+                             f"{run.path} has trained")
         world, device = join(cfg.device)
         trainer = Trainer(cfg, run.path, resume=ck, quiet=quiet, world=world, device=device)
         if world.main:

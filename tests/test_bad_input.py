@@ -203,6 +203,10 @@ CASES = [
     (["train", "C", "--preset", "tiny"], "--out", None),
     (["train", "--resume", "X"], "X: no such run folder", None),
     (["train", "--resume", "R", "--lr", "1"], "not --lr", None),
+    # the untrained-model path on a trained run: it logged an 'epoch 0' row after the run's
+    # epochs and wrote the last model over best.pt
+    (["train", "--resume", "R", "--max-epochs", "0"], "--max-epochs 0 saves an untrained model; "
+     "--resume continues training: give more than the", None),
     (["train", "--resume", "D"], "no such checkpoint", None),
     (["train", "M", "--resume", "R"], "train.txt is not the one", None),
     # ngram
