@@ -803,15 +803,23 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
     (``precision``, ``device``, ``threads``) may change. ``corpus``: where
     the run's corpus is now, if it moved (checked against the run's fingerprint). Under
     torchrun, with as many processes as the run was trained with."""
+    return _resume(run_dir, quiet, corpus, changes, "lmlow.resume")
+
+
+def _resume(run_dir: Path, quiet: bool, corpus: Path | None, changes: dict,
+            where: str | None) -> dict:
+    """:func:`resume`; ``where``: the Python function whose keywords ``changes`` are, named by
+    a range error (None: the command's flags, named as flags)."""
     changes = {k: v for k, v in changes.items() if v is not None}
     refused = [k for k in changes if k not in RESUME_CHANGES]
     if refused:
         raise LmlowError("--resume continues a run as configured; only --max-epochs, "
                          "--max-time, --max-steps, --precision, --device and --threads may be "
                          f"given with it, not --{refused[0].replace('_', '-')}")
-    check_settings(changes, "lmlow.resume")     # from Python: of the right type
-    run = RunDir(path_value(run_dir, "lmlow.resume", "run_dir"))
-    corpus = None if corpus is None else path_value(corpus, "lmlow.resume", "corpus")
+    api = where or "lmlow.resume"
+    check_settings(changes, api)                # from Python: of the right type
+    run = RunDir(path_value(run_dir, api, "run_dir"))
+    corpus = None if corpus is None else path_value(corpus, api, "corpus")
     if not run.path.is_dir():
         raise LmlowError(f"{run.path}: no such run folder")
     world = world_from_env()
@@ -833,7 +841,7 @@ def resume(run_dir: Path, quiet: bool = False, corpus: Path | None = None, **cha
             raise LmlowError(f"{cfg.corpus}: no such corpus folder (the one {run.path} was "
                              "trained on); if it moved, give its new place: `lmlow train "
                              f"NEW_CORPUS --resume {run.path}`")
-        with keyword_errors("lmlow.resume", changes):    # only Python's can be out of range
+        with keyword_errors(where, changes if where else ()):   # a flag's error names the flag
             cfg = cfg.validate()
         if cfg.max_epochs == 0:     # its untrained-model path would overwrite best.pt
             raise LmlowError(f"--max-epochs 0 saves an untrained model; --resume continues "
@@ -907,8 +915,8 @@ def run_command(corpus: Path | None, out: Path | None, resume_dir: Path | None =
         if nproc > 1:
             check_resumable(RunDir(resume_dir).last, nproc, settings.get("device"))
             return relaunch(nproc, argv)
-        summary = resume(resume_dir, quiet=quiet, corpus=corpus, out=out, config=config,
-                         preset=preset, **settings)
+        summary = _resume(resume_dir, quiet, corpus,
+                          dict(out=out, config=config, preset=preset, **settings), None)
         return summary if world_from_env().main else None
     if out is None:
         raise LmlowError("give --out RUN_DIR (or --resume RUN_DIR)")

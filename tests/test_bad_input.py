@@ -203,6 +203,7 @@ CASES = [
     (["train", "C", "--preset", "tiny"], "--out", None),
     (["train", "--resume", "X"], "X: no such run folder", None),
     (["train", "--resume", "R", "--lr", "1"], "not --lr", None),
+    (["train", "--resume", "R", "--device", "tpu"], "--device 'tpu': choose one of", None),  # not "lmlow.resume: device = "
     # the untrained-model path on a trained run: it logged an 'epoch 0' row after the run's
     # epochs and wrote the last model over best.pt
     (["train", "--resume", "R", "--max-epochs", "0"], "--max-epochs 0 saves an untrained model; "
