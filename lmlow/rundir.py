@@ -321,10 +321,18 @@ class RunDir:
     def frequency(self) -> list[dict]:
         return read_jsonl(self.frequency_file)
 
+    def require_folder(self) -> "RunDir":
+        """This path as a folder: one line if it is missing, or a file (a run folder's own
+        file, say, given in its place), not 'no such' for a file that is there."""
+        if not self.path.is_dir():
+            if self.path.exists():
+                raise LmlowError(f"{self.path}: a file, not a run folder")
+            raise LmlowError(f"{self.path}: no such run folder")
+        return self
+
     def require(self, kind: str | None = None) -> "RunDir":
         """This folder, refused in one line unless it holds a run (of ``kind``)."""
-        if not self.path.is_dir():
-            raise LmlowError(f"{self.path}: no such run folder")
+        self.require_folder()
         found = self.kind
         if found is None:
             raise LmlowError(f"{self.path}: not a run folder (no config.json or checkpoint)")

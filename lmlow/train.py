@@ -820,8 +820,7 @@ def _resume(run_dir: Path, quiet: bool, corpus: Path | None, changes: dict,
     check_settings(changes, api)                # from Python: of the right type
     run = RunDir(path_value(run_dir, api, "run_dir"))
     corpus = None if corpus is None else path_value(corpus, api, "corpus")
-    if not run.path.is_dir():
-        raise LmlowError(f"{run.path}: no such run folder")
+    run.require_folder()
     world = world_from_env()
     if world.main:
         run.check_unlocked()

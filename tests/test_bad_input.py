@@ -202,6 +202,8 @@ CASES = [
     (["train", "C", "--out", "F", "--preset", "tiny"], "exists and is not a folder", None),
     (["train", "C", "--preset", "tiny"], "--out", None),
     (["train", "--resume", "X"], "X: no such run folder", None),
+    (["train", "--resume", "F"], "F: a file, not a run folder", None),
+    (["eval", "F"], "F: a file, not a run folder", None),
     (["train", "--resume", "R", "--lr", "1"], "not --lr", None),
     (["train", "--resume", "R", "--device", "tpu"], "--device 'tpu': choose one of", None),  # not "lmlow.resume: device = "
     # the untrained-model path on a trained run: it logged an 'epoch 0' row after the run's
