@@ -160,7 +160,7 @@ class Scorer(ABC):
             raise LmlowError(f"{self.corpus_path}: no such corpus folder (the one "
                              f"{self.run_dir} was trained on); if it moved, pass --corpus PATH")
         if root is not None:
-            root = path_value(root, "corpus", "corpus")
+            root = path_value(root, "evaluate", "corpus")
             self._check_tokenised_alike(root)
         return Corpus(Path(root or self.corpus_path), self.unk_threshold, vocab=self.vocab)
 

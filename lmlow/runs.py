@@ -5,6 +5,7 @@ reports treat them alike."""
 from __future__ import annotations
 
 import json
+import numbers
 import typing
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -103,7 +104,7 @@ class InterpolatedRun(Scorer):
             if not isinstance(run, Scorer):
                 raise LmlowError(f"lmlow.interpolate: {name} = {run!r:.60}: expected a model "
                                  "(lmlow.load(RUN_DIR))")
-        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))):
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, numbers.Real)):
             raise LmlowError(f"lmlow.interpolate: weight = {weight!r}: expected a number "
                              "between 0 and 1, or None (tuned)")
         if a.vocab.words != b.vocab.words:

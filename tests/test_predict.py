@@ -158,7 +158,7 @@ def test_the_python_entry_points_refuse_arguments_of_the_wrong_type(runs, speech
         (lambda: lmlow.resume(5), "lmlow.resume: run_dir = 5: expected text or a path"),
         (lambda: lmlow.load(5), "lmlow.load: run_dir = 5: expected text or a path"),
         (lambda: lmlow.load(lstm, device="tpu"), "--device 'tpu': choose auto, cpu or cuda"),
-        (lambda: run.evaluate("valid", corpus=5), "corpus = 5: expected text or a path"),
+        (lambda: run.evaluate("valid", corpus=5), "evaluate: corpus = 5: expected text or a path"),
         (lambda: lmlow.interpolate(run, str(kn)), "lmlow.interpolate: b = "),
         (lambda: lmlow.interpolate(run, load(kn), weight="a"),
          "lmlow.interpolate: weight = 'a': expected a number"),
