@@ -25,6 +25,7 @@ from lmlow.files import (atomic_write_json, make_folder, open_own, read_json, re
                          refuse_link, remove_if_owner_gone)
 
 LSTM, NGRAM = "lstm", "ngram"
+KIND_NAMES = {LSTM: "LSTM", NGRAM: "n-gram"}     # a run's kind as a message names it
 _HELD: set[Path] = set()       # lock files this process holds (flock: one per open file)
 CHECKPOINTS = ("best", "last")
 
@@ -337,7 +338,9 @@ class RunDir:
         if found is None:
             raise LmlowError(f"{self.path}: not a run folder (no config.json or checkpoint)")
         if kind is not None and found != kind:
-            raise LmlowError(f"{self.path}: an {found} run, not an {kind} run")
+            name = KIND_NAMES.get
+            raise LmlowError(f"{self.path}: an {name(found, found)} run, not an "
+                             f"{name(kind, kind)} run")
         return self
 
     # ---- changes

@@ -297,7 +297,7 @@ CASES = [
     (["report", "F"], "F: not a folder", None),
     (["report", "S"], "eval_best_valid.json: not an evaluation as lmlow writes one", None),
     # analyze, compare, generate, bias-sweep
-    (["analyze", "N"], "not an lstm run", None),
+    (["analyze", "N"], "N: an n-gram run, not an LSTM run", None),
     (["analyze", "R", "--tokens", "-1"], "--tokens", None),
     (["compare", "X"], "X: no such run folder", None),
     (["compare", "R", "--steps", "0"], "--steps", None),
@@ -306,7 +306,7 @@ CASES = [
     # evaluations (train the run first)"
     (["compare", "D"], "D: not a run folder", None),
     (["compare", "N"], "an n-gram run has no learning curve", None),
-    (["generate", "N"], "not an lstm run", None),
+    (["generate", "N"], "N: an n-gram run, not an LSTM run", None),
     (["generate", "R", "--top-p", "0"], "--top-p", None),
     (["generate", "R", "--temperature", "-1"], "--temperature", None),
     (["generate", "R", "--words", "-1"], "--words", None),
