@@ -224,6 +224,11 @@ class Trainer:
             frozen_rows=_saved_mask(resume))
         if cfg.emb_size != asked and not resume:   # the vectors' size, said at the start
             self.init_report["emb_size_asked"] = asked
+        if not resume:      # how much of the text the vocabulary reads as <unk> (a short --vocab
+            #                 list can make it most of it, and the perplexity small and hollow)
+            unk = int(np.count_nonzero(self.train_ids == self.vocab.unk_id))   # plain numbers:
+            #                 the checkpoint keeps the report and loads with weights_only
+            self.init_report["unk_tokens_pct"] = round(100 * unk / max(1, len(self.train_ids)), 3)
         if self.init_report.get("coverage_types_pct") == 0:
             raise LmlowError(f"{cfg.embeddings}: covers none of the {len(self.vocab)} vocabulary "
                              "words, so the 'pretrained' embeddings would be random; check that "
@@ -787,6 +792,8 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
             rows = f"; {describe_rows(r['input_rows'])}" if "input_rows" in r else ""
             arch = "" if trainer.cfg.arch == "lstm" else f"{trainer.cfg.arch}, "
             listed = f" (the words of {trainer.cfg.vocab})" if trainer.cfg.vocab else ""
+            if r.get("unk_tokens_pct"):
+                listed += f", <unk> {r['unk_tokens_pct']:.1f}% of training tokens"
             shape = model_shape(dataclasses.asdict(trainer.cfg))
             if "emb_size_asked" in r:           # --emb-size (or the preset's) gave way to the vectors
                 shape = shape.replace("-d embeddings", "-d embeddings (the vectors' size, not "

@@ -111,6 +111,25 @@ def test_a_word_list_fixes_the_vocabulary_counted_in_train(corpus_dir, tmp_path)
     assert enc.stats.oov_tokens == 2 and enc.stats.replaced_tokens == 0
 
 
+def test_a_run_says_how_much_of_its_training_text_is_unk(corpus_dir, tmp_path, capsys):
+    """A short --vocab list makes most of the text <unk> and the perplexity small: the start
+    line and summary.json give the share. By hand from TRAIN: 16 tokens with the 3 line ends,
+    6 of them <unk> under the lexicon above (37.5%); under K=0, the one literal <unk> (6.25%)."""
+    import json
+
+    from conftest import cli
+    words = tmp_path / "lexicon.txt"
+    words.write_text("the DH AH\nof AH V\nvirginia V ER\n<unk>\n")
+    small = ["--preset", "tiny", "--max-epochs", "1", "--batch-size", "1", "--bptt", "4",
+             "--threads", "1", "--device", "cpu"]
+    for extra, pct in ((["--vocab", words], 37.5), ([], 6.25)):
+        out = tmp_path / f"run{pct}"
+        code, stdout, err = cli("train", corpus_dir, "--out", out, *small, *extra, capsys=capsys)
+        assert code == 0, err
+        assert f"<unk> {pct:.1f}% of training tokens" in stdout.splitlines()[0], stdout
+        assert json.loads((out / "summary.json").read_text())["unk_tokens_pct"] == pct
+
+
 def test_a_saved_vocabulary_read_as_a_list_is_the_same_vocabulary(corpus_dir, tmp_path):
     """`lmlow vocab --out` then `--vocab`: the UNK rule's vocabulary again, word for word and
     count for count (what makes another corpus's models comparable on this vocabulary)."""
