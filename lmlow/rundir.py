@@ -338,9 +338,8 @@ class RunDir:
         if found is None:
             raise LmlowError(f"{self.path}: not a run folder (no config.json or checkpoint)")
         if kind is not None and found != kind:
-            name = KIND_NAMES.get
-            raise LmlowError(f"{self.path}: an {name(found, found)} run, not an "
-                             f"{name(kind, kind)} run")
+            raise LmlowError(f"{self.path}: an {KIND_NAMES.get(found, found)} run, not an "
+                             f"{KIND_NAMES.get(kind, kind)} run")
         return self
 
     # ---- changes
