@@ -145,12 +145,21 @@ def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:
     runs = load_table(path).get("runs")
     if not isinstance(runs, dict) or not runs or not all(isinstance(s, dict) for s in runs.values()):
         raise LmlowError(f"{path}: a grid file needs [runs.NAME] tables of settings")
-    for n, s in runs.items():
-        for key, owner in GRID_REFUSED.items():
-            if key in s:
-                raise LmlowError(f"{path} [runs.{n}]: {key} is the sweep's ({owner}), the same "
-                                 "for every run; leave it out of the run's table")
-    return [(n, check_settings(dict(s), f"{path} [runs.{n}]"), {}) for n, s in runs.items()]
+    return [(n, _run_table(s, f"{path} [runs.{n}]"), {}) for n, s in runs.items()]
+
+
+def _run_table(table: dict, where: str) -> dict:
+    """One grid-file run's settings, checked as a config file's, and refused where they set
+    what is the sweep's own or name a preset that does not exist."""
+    for key, owner in GRID_REFUSED.items():
+        if key in table:
+            raise LmlowError(f"{where}: {key} is the sweep's ({owner}), the same for every run; "
+                             "leave it out of the run's table")
+    settings = check_settings(dict(table), where)
+    if "preset" in settings and settings["preset"] not in PRESETS:
+        raise LmlowError(f"{where}: preset = {settings['preset']!r}: choose one of "
+                         f"{', '.join(PRESETS)}")
+    return settings
 
 
 # Settings a grid file's run cannot have: every run of one table reads the sweep's corpus (its
@@ -206,14 +215,9 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
         raise LmlowError(f"--seeds: {bad[0]} is outside {SEED_RANGE}")
     # a grid file's run may name its own preset (an LSTM beside a Transformer): it wins over
     # the sweep's --preset, as the run's other keys win over the sweep's flags
-    planned = list(grid(grid_name, embeddings, values))
-    for name, settings, _ in planned:
-        if settings.get("preset", preset) not in PRESETS:
-            raise LmlowError(f"{grid_name} [runs.{name}]: preset = {settings['preset']!r}: "
-                             f"choose one of {', '.join(PRESETS)}")
     configurations = [(name, settings, labels,
                        arch_of({**extra, **settings}, settings.get("preset", preset)))
-                      for name, settings, labels in planned]
+                      for name, settings, labels in grid(grid_name, embeddings, values)]
     for key, value in extra.items():
         if configurations and all(ignored_by(arch, key, value) for *_, arch in configurations):
             raise LmlowError(f"--{key} {value}: only --arch {ARCH_ONLY[key]} has it, and "

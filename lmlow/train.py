@@ -225,9 +225,9 @@ class Trainer:
         if cfg.emb_size != asked and not resume:   # the vectors' size, said at the start
             self.init_report["emb_size_asked"] = asked
         if not resume:      # how much of the text the vocabulary reads as <unk> (a short --vocab
-            #                 list can make it most of it, and the perplexity small and hollow)
-            unk = int(np.count_nonzero(self.train_ids == self.vocab.unk_id))   # plain numbers:
-            #                 the checkpoint keeps the report and loads with weights_only
+            #                 list can make it most of it, and the perplexity small and hollow):
+            #                 the vocabulary's count of it, taken on these training ids
+            unk = int(self.vocab.counts[self.vocab.unk_id])
             self.init_report["unk_tokens_pct"] = round(100 * unk / max(1, len(self.train_ids)), 3)
         if self.init_report.get("coverage_types_pct") == 0:
             raise LmlowError(f"{cfg.embeddings}: covers none of the {len(self.vocab)} vocabulary "
