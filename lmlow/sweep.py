@@ -238,10 +238,13 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
             if not embeddings:
                 raise LmlowError(f"configuration {name} needs --embeddings FILE")
             settings["embeddings"] = embeddings[0]
-        settings["preset"] = own.get("preset", preset)
-        check_run_settings(name, {**settings, "seed": seeds[0]}, grid_name, set(own))
+        # seed then preset last, the order sweep.json has always had: a rewritten plan of the
+        # same runs is then the same file
+        chosen = settings.pop("preset", preset)
+        check_run_settings(name, {**settings, "seed": seeds[0], "preset": chosen}, grid_name,
+                           set(own))
         for seed in seeds:
-            runs.append(Run(name, {**settings, "seed": seed}, seed, labels))
+            runs.append(Run(name, {**settings, "seed": seed, "preset": chosen}, seed, labels))
     return runs
 
 
