@@ -246,8 +246,9 @@ def read_json(path: Path, rows: bool = False) -> dict | list[dict]:
     return data
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """The rows of a JSON-lines file (none if it does not exist); each must be an object."""
+def read_jsonl(path: Path, check=None) -> list[dict]:
+    """The rows of a JSON-lines file (none if it does not exist); each must be an object, and
+    ``check(row)`` returns what is wrong with one (None: nothing), said with its line."""
     path = require_regular(path)
     if not path.exists():
         return []
@@ -260,6 +261,9 @@ def read_jsonl(path: Path) -> list[dict]:
                 raise LmlowError(f"{path}:{i}: not a JSON line") from None
             if not isinstance(rows[-1], dict):
                 raise LmlowError(f"{path}:{i}: not a JSON object, as every line lmlow writes there is")
+            wrong = check(rows[-1]) if check else None
+            if wrong:
+                raise LmlowError(f"{path}:{i}: {wrong}; damaged or edited?")
     return rows
 
 
@@ -342,7 +346,8 @@ STAGE_PREFIX = ".lmlow-stage.tmp"
 
 @contextmanager
 def staged_outputs(out: Path, names: list[str], force: bool = False,
-                   trusted: bool = True, wait: bool = False) -> Iterator[Path]:
+                   trusted: bool = True, wait: bool = False,
+                   optional: list[str] = ()) -> Iterator[Path]:
     """Write a command's several output files into ``out`` without a partial result: the
     command writes them into a hidden staging folder inside ``out`` (yielded), and only when
     it has finished are they renamed over their final names, one ``rename`` each. A failure,
@@ -351,8 +356,12 @@ def staged_outputs(out: Path, names: list[str], force: bool = False,
     process is gone. The folder is locked (``flock``) meanwhile, and checked again under the
     lock; ``wait``: if another command holds it, wait for it, not refuse. ``trusted=False``
     for a default folder inside a run folder lmlow may not have made: it must not be a
-    symbolic link (the outputs would land where it points)."""
+    symbolic link (the outputs would land where it points). ``optional``: files of the same set
+    that this command does not write (a plot only some inputs have): an old one is removed
+    when the new set is in place, so the folder never holds one command's files beside an
+    earlier one's."""
     out = Path(out)
+    names = list(names) + [n for n in optional if n not in names]
     if not trusted and os.path.islink(out):
         raise LmlowError(f"{out}: a symbolic link where lmlow writes its own folder; lmlow does "
                          "not write through links: remove it")
@@ -373,6 +382,8 @@ def staged_outputs(out: Path, names: list[str], force: bool = False,
         for n in names:
             if (stage / n).exists():
                 os.replace(stage / n, out / n)
+            elif n in optional and os.path.lexists(out / n):
+                os.unlink(out / n)
     except OSError as e:
         if e.errno not in WRITE_ERRORS:
             raise

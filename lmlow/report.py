@@ -16,7 +16,7 @@ from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.paired import Paired
 from lmlow.plots import plot_validation_curves
-from lmlow.rundir import MAP_FLAGS, NGRAM, RunDir, map_flags
+from lmlow.rundir import LSTM, MAP_FLAGS, NGRAM, RunDir, map_flags
 from lmlow.sweepdir import SweepDir
 from lmlow.tables import markdown, to_csv
 
@@ -25,13 +25,15 @@ COLUMNS = ["configuration", "tie", "input", "output", "unigram bias", "seeds", "
            "best epoch", "best minutes", "tokens/s", "minutes", "precision"]
 
 
-def run_folders(sweep_dir: Path) -> list[RunDir]:
-    """The finished runs of a sweep folder."""
+def run_folders(sweep_dir: Path, kind: str = LSTM) -> list[RunDir]:
+    """The finished runs of a sweep folder of ``kind`` (LSTM, which Transformer runs are too,
+    or NGRAM: an n-gram run kept in the sweep folder is a baseline row, not a configuration
+    read with an LSTM's defaults)."""
     if not Path(sweep_dir).is_dir():
         what = "not a folder" if Path(sweep_dir).exists() else "no such folder"
         raise LmlowError(f"{sweep_dir}: {what}; expected a sweep folder (run folders inside)")
     runs = (RunDir(p) for p in sorted(Path(sweep_dir).iterdir()) if p.is_dir())
-    return [r for r in runs if r.finished]
+    return [r for r in runs if r.finished and r.kind == kind]
 
 
 def convergence(run: RunDir) -> dict:
@@ -39,16 +41,18 @@ def convergence(run: RunDir) -> dict:
     whether the run converged: ended by its own early-stopping rule (``--patience`` epochs
     without a new best), not by a cap on epochs, updates or time."""
     cfg, summary, rows = read_json(run.config), run.summary(), run.metrics()
-    scored = [r for r in rows if "valid_ppl" in r]
+    scored = [r for r in rows if r.get("valid_ppl") is not None]      # null: a NaN validation
     best = min(scored, key=lambda r: r["valid_ppl"]) if scored else {}
     stopped = summary.get("stopped_by") or _stopped_by(cfg, summary, rows)
+    elapsed = best.get("elapsed")
     return {"converged": stopped == "patience", "stopped_by": stopped,
-            "best_epoch": best.get("epoch"), "best_minutes": best.get("elapsed", 0) / 60}
+            "best_epoch": best.get("epoch"),
+            "best_minutes": None if elapsed is None else elapsed / 60}
 
 
 def _stopped_by(cfg: dict, summary: dict, rows: list[dict]) -> str:
     """Why a run that predates ``summary['stopped_by']`` ended, from its metrics."""
-    epochs = [r for r in rows if "valid_ppl" in r and not r.get("partial_epoch")]
+    epochs = [r for r in rows if r.get("valid_ppl") is not None and not r.get("partial_epoch")]
     stale, best = 0, math.inf
     for r in epochs:
         stale, best = (0, r["valid_ppl"]) if r["valid_ppl"] < best else (stale + 1, best)
@@ -70,14 +74,31 @@ def scored_with(maps: tuple[bool, bool]) -> str:
 def collect(sweep_dir: Path, maps: tuple[bool, bool] = NO_MAPS) -> list[dict]:
     """One row per configuration; seeds are the runs named ``CONFIG.seedN``. ``maps``: the
     maps asked for (inputs, outputs), applied to the configurations they apply to."""
+    groups = configurations(sweep_dir)
+    rows = [configuration_row(name, runs, maps) for name, runs in groups.items()]
+    # as the paper's Table 1: worst first (a NaN perplexity, a diverged run's, first of all)
+    rows.sort(key=lambda r: -r["valid ppl"] if not math.isnan(r["valid ppl"]) else -math.inf)
+    return rows
+
+
+def configurations(sweep_dir: Path) -> dict[str, list[RunDir]]:
+    """The finished LSTM/Transformer runs of a sweep by configuration (``CONFIG.seedN``)."""
     groups: dict[str, list[RunDir]] = {}
     for run in run_folders(sweep_dir):
         groups.setdefault(re.sub(r"\.seed\d+$", "", run.name), []).append(run)
     if not groups:
         raise LmlowError(f"{sweep_dir}: no finished runs (run folders with {RunDir.SUMMARY})")
-    rows = [configuration_row(name, runs, maps) for name, runs in groups.items()]
-    rows.sort(key=lambda r: -r["valid ppl"])       # as the paper's Table 1: worst first
-    return rows
+    return groups
+
+
+def _ppl(ev: dict) -> float:
+    """An evaluation's perplexity; NaN where lmlow wrote null (a NaN or infinite one)."""
+    return math.nan if ev["perplexity"] is None else ev["perplexity"]
+
+
+def _mean_known(xs: list) -> float | None:
+    """The mean of a column over seeds; None (an empty cell) unless every seed has it."""
+    return statistics.mean(xs) if xs and all(x is not None for x in xs) else None
 
 
 def configuration_row(name: str, runs: list[RunDir], maps: tuple[bool, bool] = NO_MAPS) -> dict:
@@ -89,8 +110,8 @@ def configuration_row(name: str, runs: list[RunDir], maps: tuple[bool, bool] = N
     summaries = [r.summary() for r in runs]
     roles = EmbeddingRoles.of(cfg)
     applied = roles.maps(*maps)        # (an n-gram folder: tied by default, so none)
-    valid = [evaluation(r, "valid", *applied)["perplexity"] for r in runs]
-    test = [evaluation(r, "test", *applied)["perplexity"] for r in runs]
+    valid = [_ppl(evaluation(r, "valid", *applied)) for r in runs]
+    test = [_ppl(evaluation(r, "test", *applied)) for r in runs]
     speeds = [s["tokens_per_s"] for s in summaries if "tokens_per_s" in s]  # whole run, wall clock
     conv = [convergence(r) for r in runs]
     return {"configuration": name, **roles.columns(),
@@ -99,8 +120,8 @@ def configuration_row(name: str, runs: list[RunDir], maps: tuple[bool, bool] = N
             "valid ppl": statistics.mean(valid), "valid sd": _sd(valid),
             "test ppl": statistics.mean(test), "test sd": _sd(test),
             "converged": f"{sum(c['converged'] for c in conv)}/{len(runs)}",
-            "best epoch": statistics.mean(c["best_epoch"] or 0 for c in conv),
-            "best minutes": statistics.mean(c["best_minutes"] for c in conv),
+            "best epoch": _mean_known([c["best_epoch"] for c in conv]),
+            "best minutes": _mean_known([c["best_minutes"] for c in conv]),
             "tokens/s": round(statistics.mean(speeds)) if speeds else None,
             "minutes": statistics.mean(s["train_seconds"] for s in summaries) / 60,
             "runs": [str(r.path) for r in runs],
@@ -196,20 +217,30 @@ def _tokens(run_dir, maps: tuple[bool, bool] = NO_MAPS) -> tuple[int, int]:
 
 
 def _sd(xs: list[float]) -> float | None:
-    return statistics.stdev(xs) if len(xs) > 1 else None
+    if len(xs) < 2:
+        return None
+    return math.nan if any(math.isnan(x) for x in xs) else statistics.stdev(xs)
 
 
-def baseline_row(run_dir: Path) -> dict:
+def check_baseline(run_dir: Path) -> RunDir:
+    """A baseline folder, refused in one line before any run of the table is scored: a run,
+    and a finished one if it is an LSTM or Transformer run."""
+    run = RunDir(run_dir).require()
+    if run.kind != NGRAM and not run.finished:
+        raise LmlowError(f"{run_dir}: not finished (no {RunDir.SUMMARY}); a baseline row "
+                         "is a finished run")
+    return run
+
+
+def baseline_row(run_dir: Path, maps: tuple[bool, bool] = NO_MAPS) -> dict:
     """A KenLM run folder as an extra row, named by its order (and its data size and K); an
-    LSTM or Transformer run as a row of its own, named by its folder, with its curve."""
+    LSTM or Transformer run as a row of its own, named by its folder, with its curve, scored
+    with the table's ``maps`` where they apply to it, as the table's rows are."""
     from lmlow.runs import evaluation
 
-    run = RunDir(run_dir).require()
+    run = check_baseline(run_dir)
     if run.kind != NGRAM:
-        if not run.finished:
-            raise LmlowError(f"{run_dir}: not finished (no {RunDir.SUMMARY}); a baseline row "
-                             "is a finished run")
-        return configuration_row(Path(run_dir).name, [run])
+        return configuration_row(Path(run_dir).name, [run], maps)
     cfg = read_json(run.config)
     name = f"KenLM {cfg['order']}-gram" if "order" in cfg else Path(run_dir).name
     if cfg.get("train_fraction", 1) < 1:           # one row per data size in a datasize table
@@ -218,8 +249,8 @@ def baseline_row(run_dir: Path) -> dict:
         name += f".K{cfg['unk_threshold']}"
     return {"configuration": name, "tie": "", "input": "", "output": "", "unigram bias": "",
             "seeds": 1, "trainable params": None, "frozen params": None,
-            "valid ppl": evaluation(run, "valid")["perplexity"], "valid sd": None,
-            "test ppl": evaluation(run, "test")["perplexity"], "test sd": None,
+            "valid ppl": _ppl(evaluation(run, "valid")), "valid sd": None,
+            "test ppl": _ppl(evaluation(run, "test")), "test sd": None,
             "converged": "", "best epoch": None, "best minutes": None,
             "tokens/s": None, "minutes": cfg.get("train_seconds", 0) / 60, "runs": [str(run_dir)],
             "precision": ""}
@@ -247,19 +278,39 @@ def reference_of(name: str, ref: str, names: set[str]) -> str | None:
     return ref + max(suffixes, key=len) if suffixes else None
 
 
+def paired_references(names: set[str], ref: str) -> dict[str, str | None]:
+    """Each configuration's reference under ``--paired ref`` (:func:`reference_of`), refused
+    in one line when ``ref`` names no configuration (checked before the runs are scored)."""
+    refs = {n: reference_of(n, ref, names) for n in names}
+    if not any(refs.values()):
+        raise LmlowError(f"--paired {ref}: no configuration of that name in the sweep "
+                         f"(it has: {', '.join(sorted(names))})")
+    return refs
+
+
+def _measured_over(row: dict) -> tuple[set, set]:
+    """What a row's perplexities are over: its runs' validation tokens (and ``<unk>`` among
+    them) and vocabularies. Rows over other tokens (``--paired standard.K2`` beside
+    ``ours.K5``) are no pair: the difference would be K's, not the configuration's."""
+    maps = tuple(row.get("maps", NO_MAPS))
+    runs = row["runs"]
+    return ({_tokens(r, maps) for r in runs},
+            {RunDir(r).vocabulary_digest() for r in runs} - {None})
+
+
 def add_paired(rows: list[dict], ref: str) -> str:
     """Every configuration of the sweep against ``ref`` (in a grid of groups, ``ref`` of its
     own group), seed by seed (lmlow.paired): each row gets a ``paired`` entry (for
     results.json); returns the Markdown section."""
     by_name = {r["configuration"]: r for r in rows if "seed list" in r}
-    refs = {n: reference_of(n, ref, set(by_name)) for n in by_name}
-    if not any(refs.values()):
-        raise LmlowError(f"--paired {ref}: no configuration of that name in the sweep "
-                         f"(it has: {', '.join(sorted(by_name))})")
-    table = []
+    refs = paired_references(set(by_name), ref)
+    table, other = [], []
     for r in rows:
         against = refs.get(r["configuration"])
         if against is None or against == r["configuration"]:
+            continue
+        if _measured_over(r) != _measured_over(by_name[against]):
+            other.append(f"{r['configuration']} (against {against})")
             continue
         p = Paired.of_rows(by_name[against], r).summary()
         r["paired"] = {"against": against, **p}
@@ -267,7 +318,10 @@ def add_paired(rows: list[dict], ref: str) -> str:
                       ", ".join(f"{x:+.1f}" for x in p["diffs"]), p["mean diff"],
                       p["mean diff %"], p["margin"], p["verdict"]])
     grouped = " (of its own group: data size, K, ...)" if any(t[1] != ref for t in table) else ""
-    return (f"\n## Against {ref}, seed by seed\n\nDifference: the configuration's validation "
+    skipped = (f"Not compared, over other tokens than their reference (another vocabulary or "
+               f"validation text: another K, data size or corpus): {', '.join(other)}.\n\n"
+               if other else "")
+    return (f"\n## Against {ref}, seed by seed\n\n{skipped}Difference: the configuration's validation "
             f"perplexity minus that of {ref}{grouped}, same seed (below 0: better). "
             "*better*/*worse*: every "
             "seed's difference has that sign and their mean is beyond the margin (twice the "
@@ -341,12 +395,21 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
     """The four files (written all or none) and the warnings the table states (mixed
     precisions, a baseline over other tokens), which the command repeats on stderr."""
     sweep_dir = Path(sweep_dir)
-    rows = collect(sweep_dir, maps)
-    section = add_paired(rows, paired) + add_paired_bins(rows) if paired else ""
     if isinstance(baselines, (str, Path)):
         baselines = [baselines]
-    extra = [baseline_row(b) for b in baselines or ()]   # each checked first (finished, kind)
-    foreign = foreign_baselines(rows, list(baselines or ()))
+    # n-gram runs kept in the sweep folder are baselines too
+    baselines = list(baselines or ()) + [r.path for r in run_folders(sweep_dir, NGRAM)
+                                         if r.path.resolve() not in
+                                         {Path(b).resolve() for b in baselines or ()}]
+    # the flags checked before any run is scored (a typo cost a whole scoring pass)
+    for b in baselines:
+        check_baseline(b)
+    if paired:
+        paired_references(set(configurations(sweep_dir)), paired)
+    rows = collect(sweep_dir, maps)
+    section = add_paired(rows, paired) + add_paired_bins(rows) if paired else ""
+    extra = [baseline_row(b, maps) for b in baselines]
+    foreign = foreign_baselines(rows, baselines)
     rows += extra
     columns = COLUMNS + (["scored with"] if any(maps) else [])
     table = [[r.get(c, "") for c in columns] for r in rows]

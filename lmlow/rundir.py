@@ -310,9 +310,22 @@ class RunDir:
         """``best``, or ``last`` for a run stopped before its first validation."""
         return "last" if not self.best.exists() and self.last.exists() else "best"
 
+    # what the readers of metrics.jsonl use as numbers (null: a NaN or infinity lmlow wrote)
+    METRIC_NUMBERS = ("epoch", "step", "train_loss", "train_ppl", "valid_loss", "valid_ppl",
+                      "lr", "base_lr", "elapsed", "tokens_per_s")
+
     def metrics(self) -> list[dict]:
-        """The rows of metrics.jsonl (none before the first validation)."""
-        return read_jsonl(self.metrics_file)
+        """The rows of metrics.jsonl (none before the first validation), each value the
+        report, compare and plots read a number or null: a damaged one is refused with its
+        line, not a TypeError where a curve is sorted or summed."""
+        def wrong(row: dict) -> str | None:
+            for key in self.METRIC_NUMBERS:
+                value = row.get(key)
+                if value is not None and (isinstance(value, bool)
+                                          or not isinstance(value, (int, float))):
+                    return f"{key} is {value!r}, not a number"
+            return None
+        return read_jsonl(self.metrics_file, wrong)
 
     def learning_curve(self) -> list[dict]:
         """The validation rows in update order, the last row of each update count."""

@@ -194,11 +194,23 @@ def evaluation_record(ev, mapped: MappedInputs | None = None,
 
 
 def _is_evaluation(data) -> bool:
-    """A cached evaluation has its perplexity (a number, or null for a NaN); a damaged or
-    hand-edited file without it was a KeyError traceback in the report."""
-    return isinstance(data, dict) and "perplexity" in data and (
-        data["perplexity"] is None or isinstance(data["perplexity"], (int, float))
-        and not isinstance(data["perplexity"], bool))
+    """A cached evaluation has its perplexity (a number, or null for a NaN), its token counts
+    and, where it has frequency bins, bins of that shape: a damaged or hand-edited file was a
+    KeyError or TypeError traceback in the report (its tokens, a bin's perplexity)."""
+    def number(x, nullable=True) -> bool:
+        return (x is None and nullable) or isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    def count(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    def bins(key) -> bool:
+        b = data.get(key, [])
+        return isinstance(b, list) and all(
+            isinstance(x, dict) and isinstance(x.get("bin"), str) and count(x.get("tokens"))
+            and number(x.get("perplexity")) for x in b)
+    return (isinstance(data, dict) and "perplexity" in data and number(data["perplexity"])
+            and count(data.get("tokens")) and count(data.get("unk_tokens"))
+            and bins("bins") and bins("context_bins"))
 
 
 def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
@@ -217,7 +229,8 @@ def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
         if cache.exists():
             data = read_json(cache)
             if not _is_evaluation(data):
-                raise LmlowError(f"{cache}: not an evaluation as lmlow writes one (no perplexity); "
+                raise LmlowError(f"{cache}: not an evaluation as lmlow writes one (its perplexity, "
+                                 "token counts or bins missing or not numbers); "
                                  f"damaged or edited? {model.name} is gone, so train the run again")
             return data
         raise LmlowError(f"{run.path}: neither {model.name} nor its evaluation {cache.name}; "

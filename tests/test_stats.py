@@ -42,6 +42,11 @@ def test_corpus_stats_shape(tmp_path):
     assert s["oov"]["valid"]["tokens_pct"] == 50.0
     assert s["embedding_coverage"]["valid"]["tokens_pct"] == 100.0
     assert s["embedding_only_words"] == 1
+    # GloVe's own <unk> vector and an all-text <eos> are the LM's special rows, not words
+    # the vectors add (the count was one too many on every GloVe file)
+    s = corpus_stats(Corpus(root, show_progress=False),
+                     embedding_words={"a", "d", "<unk>", "<eos>"})
+    assert s["embedding_only_words"] == 1
 
 
 

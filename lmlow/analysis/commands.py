@@ -39,7 +39,8 @@ class AnalyzeOptions:
 class CompareOptions:
     """What `lmlow compare` integrates (its flags are generated from these fields)."""
     steps: int | None = setting(None, "also the ALC over updates 0..N (the curve is "
-                                "interpolated at N; empty for a run that stopped before N)",
+                                "interpolated at N; empty for a run that stopped before N or "
+                                "has no validation at update 0: --track-frequency adds it)",
                                 metavar="N")
     metric: str = setting("loss", "the curve to integrate: validation cross-entropy in nats "
                           "(loss), or perplexity (ppl)")
@@ -68,7 +69,7 @@ def analyze(run_dir: Path, out: Path | None = None, corpus: Path | None = None,
     frequency = rd.frequency()
     if frequency:
         names.append("frequency_curves.png")
-    with staged_outputs(out, names, force, trusted) as stage:
+    with staged_outputs(out, names, force, trusted, optional=["frequency_curves.png"]) as stage:
         return _analyze(rd, split, stage, tokens, bins, corpus, checkpoint, device, frequency)
 
 
@@ -260,7 +261,9 @@ def compare(run_dirs: list[Path], **options) -> list[dict]:
         rows.append({
             "run": str(run), "label": label, "init": ",".join(cfg.get("init", ["?"])),
             "updates": step_x[-1], "minutes": (timed[-1]["elapsed"] / 60) if timed else None,
-            "ALC@N": alc(step_x, ys, steps) if steps else None,
+            # over updates 0..N, as the flag says: a curve that starts later (a run that did
+            # not validate its untrained model) has none, not an ALC over another interval
+            "ALC@N": alc(step_x, ys, steps) if steps and step_x[0] == 0 else None,
             "ALC (all updates)": alc(step_x, ys),
             "ALC (wall time)": alc([r["elapsed"] for r in timed], [r[key] for r in timed])
             if len(timed) > 1 else None,
@@ -270,7 +273,25 @@ def compare(run_dirs: list[Path], **options) -> list[dict]:
             "curve": [{"step": r["step"], "elapsed": r.get("elapsed"), "valid_loss": r["valid_loss"],
                        "valid_ppl": r["valid_ppl"]} for r in curve],
         })
+    note_intervals(rows, steps)
     return rows
+
+
+def note_intervals(rows: list[dict], steps: int | None) -> None:
+    """Say (stderr) when the runs' curves start at different updates, so their ALCs over all
+    updates cover different intervals, and which runs have no ALC@N (no validation at update
+    0, which ``--track-frequency`` adds)."""
+    import sys
+
+    if len({r["first update"] for r in rows}) > 1:
+        print("lmlow: note: the runs' curves start at different updates (first update: "
+              + ", ".join(f"{r['label']} {r['first update']}" for r in rows)
+              + "); their ALCs over all updates cover different intervals", file=sys.stderr)
+    late = [r["label"] for r in rows if steps and r["first update"] != 0]
+    if late:
+        print(f"lmlow: note: no ALC@{steps} for {', '.join(late)}: the ALC over updates 0..N "
+              "needs a validation of the untrained model (train with --track-frequency)",
+              file=sys.stderr)
 
 
 def run_labels(run_dirs: list[Path]) -> list[str]:
@@ -352,7 +373,7 @@ def write_compare(rows: list[dict], out: Path, force: bool = False) -> list[Path
     names = ["compare.md", "compare.csv", "compare.json", "curves.png"]
     if tracked:
         names.append("frequency_curves.png")
-    with staged_outputs(out, names, force) as stage:
+    with staged_outputs(out, names, force, optional=["frequency_curves.png"]) as stage:
         atomic_write_text(stage / names[0], compare_markdown(rows) + "\n")
         atomic_write_text(stage / names[1], to_csv(*compare_table(rows)))
         atomic_write_json(stage / names[2], rows)

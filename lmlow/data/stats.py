@@ -123,7 +123,9 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
         known = embedding_words if isinstance(embedding_words, (set, dict)) else set(embedding_words)
         out["embedding_coverage"] = {s: coverage(wc.counts, known) for s, wc in splits.items()}
         out["embedding_coverage"]["vocabulary"] = coverage(Counter({w: 1 for w in vocab.words if w != EOS}), known)
-        out["embedding_only_words"] = sum(1 for w in known if w not in train)
+        # GloVe writes its own <unk> vector, and all-text vectors an <eos>: the LM's special
+        # rows, not words (as `lmlow vocab` counts them)
+        out["embedding_only_words"] = sum(1 for w in known if w not in train and w not in (EOS, UNK))
         out["row_coverage"] = row_coverage(corpus, known, splits)
         from lmlow.recommendation import freeze_advice   # the tables' rule, if coverage decides
         out["freeze_advice"] = freeze_advice(out["row_coverage"]["train_tokens"]["tokens_pct"])

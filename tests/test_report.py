@@ -1,0 +1,151 @@
+"""`lmlow report` and `lmlow compare` on committed run folders (their cached evaluations and
+metrics, no checkpoints): rows that would compare other tokens, baselines scored as the table
+is, damaged numbers, and output sets replaced whole."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import lmlow
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+
+
+def copy(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("*.pt"))
+    return dest
+
+
+def rows_of(sweep: Path) -> dict[str, dict]:
+    return {r["configuration"]: r for r in json.loads((sweep / "results.json").read_text())}
+
+
+def one_line_error(r, *words):
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
+def test_paired_compares_only_rows_over_the_same_tokens(tmp_path):
+    """`--paired standard.K2` in Table 3's grid of K gave every K1 and K5 row a verdict against
+    standard.K2: a difference of vocabularies (K), not of configurations. Only K2's rows are
+    paired; the others are named as not compared."""
+    unk = copy(EXPERIMENTS / "unk" / "sweep", tmp_path / "unk")
+    r = lmlow("report", unk, "--paired", "standard.K2")
+    assert r.returncode == 0, r.stderr
+    rows = rows_of(unk)
+    paired = {n for n, row in rows.items() if "paired" in row}
+    assert paired == {n for n in rows if n.endswith(".K2") and n != "standard.K2"}
+    assert len(paired) == 5
+    md = (unk / "results.md").read_text()
+    assert "Not compared, over other tokens" in md and "standard.K5 (against standard.K2)" in md
+
+
+def test_a_run_given_as_baseline_is_scored_with_the_tables_maps(tmp_path):
+    """With --map-unseen-outputs the table's rows are scored with the map; a finished LSTM run
+    given as --baseline was scored as trained beside them, with nothing said."""
+    root = EXPERIMENTS / "freezing" / "technical"
+    sweep = copy(root / "adam-unfrozen", tmp_path / "au")
+    base = copy(root / "sweep-sgd" / "ours-unfrozen.seed2", tmp_path / "ours-unfrozen.seed2")
+    r = lmlow("report", sweep, "--map-unseen-outputs", "--baseline", base)
+    assert r.returncode == 0, r.stderr
+    row = rows_of(sweep)["ours-unfrozen.seed2"]
+    mapped = json.loads((base / "eval_mapped_outputs_valid.json").read_text())["perplexity"]
+    plain = json.loads((base / "eval_best_valid.json").read_text())["perplexity"]
+    assert mapped != pytest.approx(plain)
+    assert row["valid ppl"] == pytest.approx(mapped)
+    assert row["scored with"] == "--map-unseen-outputs"
+
+
+def test_an_ngram_run_in_the_sweep_folder_is_a_baseline_row(tmp_path):
+    """A KenLM run kept inside the sweep folder was read as an LSTM configuration (tied,
+    random input, 0/1 converged); it is the baseline row `--baseline` would make."""
+    sweep = copy(EXPERIMENTS / "freezing" / "technical" / "sweep-sgd", tmp_path / "s")
+    copy(EXPERIMENTS / "freezing" / "technical" / "kenlm5-allvec", sweep / "kenlm5")
+    r = lmlow("report", sweep)
+    assert r.returncode == 0, r.stderr
+    rows = rows_of(sweep)
+    assert "kenlm5" not in rows and len(rows) == 7
+    want = json.loads((sweep / "kenlm5" / "eval_best_valid.json").read_text())["perplexity"]
+    assert rows["KenLM 5-gram"]["valid ppl"] == pytest.approx(want)
+    assert rows["KenLM 5-gram"]["tie"] == "" and rows["KenLM 5-gram"]["converged"] == ""
+
+
+def test_flag_mistakes_are_refused_before_any_run_is_scored(tmp_path):
+    """A misspelt --paired name or a missing --baseline was refused only after every run had
+    been scored (hours with checkpoints): here a run whose evaluation cannot be read shows
+    which check comes first."""
+    sweep = copy(EXPERIMENTS / "six" / "sweep", tmp_path / "six")
+    (sweep / "ours.seed1" / "eval_best_valid.json").unlink()    # scoring it would fail
+    one_line_error(lmlow("report", sweep, "--paired", "standrad"), "--paired standrad")
+    one_line_error(lmlow("report", sweep, "--baseline", tmp_path / "kenlm55"),
+                   "kenlm55: no such run folder")
+    one_line_error(lmlow("report", sweep), "ours.seed1", "eval_best_valid.json")
+
+
+def test_damaged_numbers_are_named_not_tracebacks_and_a_nan_is_shown(tmp_path):
+    """lmlow writes null for a NaN perplexity (a diverged run): the report shows NaN, not a
+    TypeError. A run without its metrics has no best epoch (an empty cell), not epoch 0 in the
+    mean. A metrics line or a cached evaluation that is not numbers is refused in one line
+    naming the file."""
+    sweep = copy(EXPERIMENTS / "six" / "sweep", tmp_path / "six")
+    before = rows_of(sweep)
+    for split in ("valid", "test"):
+        f = sweep / "ours.seed1" / f"eval_best_{split}.json"
+        f.write_text(json.dumps({**json.loads(f.read_text()), "perplexity": None}))
+    (sweep / "standard.seed2" / "metrics.jsonl").unlink()
+    r = lmlow("report", sweep)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((sweep / "results.json").read_text())
+    assert rows[0]["configuration"] == "ours" and rows[0]["valid ppl"] is None   # NaN: first
+    assert "| nan" in (sweep / "results.md").read_text()
+    standard = next(row for row in rows if row["configuration"] == "standard")
+    assert standard["best epoch"] is None and standard["best minutes"] is None
+    assert standard["valid ppl"] == pytest.approx(before["standard"]["valid ppl"])
+
+    metrics = sweep / "ours.seed2" / "metrics.jsonl"
+    lines = metrics.read_text().splitlines()
+    lines[2] = json.dumps({**json.loads(lines[2]), "valid_ppl": "abc"})
+    metrics.write_text("\n".join(lines) + "\n")
+    one_line_error(lmlow("report", sweep), f"{metrics}:3: valid_ppl is 'abc', not a number")
+    metrics.write_text("\n".join(lines[:2]) + "\n")
+
+    ev = sweep / "ours.seed2" / "eval_best_valid.json"
+    data = json.loads(ev.read_text())
+    del data["unk_tokens"]
+    ev.write_text(json.dumps(data))
+    one_line_error(lmlow("report", sweep), str(ev), "not an evaluation")
+    data["unk_tokens"] = 0
+    data["bins"][0]["perplexity"] = "x"
+    ev.write_text(json.dumps(data))
+    one_line_error(lmlow("report", sweep, "--paired", "standard"), str(ev), "not an evaluation")
+
+
+def test_compare_replaces_its_output_set_whole_and_integrates_from_update_0(tmp_path):
+    """A comparison of untracked runs written over one of tracked runs kept the old
+    frequency_curves.png beside the new files. ALC@N is over updates 0..N: a run without a
+    validation at update 0 has none (it was an ALC over another interval, NaN below its first
+    validation), and a note says so."""
+    tracked = copy(EXPERIMENTS / "frequency" / "runs" / "zero", tmp_path / "tracked")
+    untracked = copy(tracked, tmp_path / "untracked")
+    (untracked / "frequency.jsonl").unlink()
+    lines = (untracked / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["step"] == 0
+    (untracked / "metrics.jsonl").write_text("\n".join(lines[1:]) + "\n")
+
+    out = tmp_path / "cmp"
+    r = lmlow("compare", tracked, untracked, "--steps", "300", "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert (out / "frequency_curves.png").exists()
+    rows = {row["label"]: row for row in json.loads((out / "compare.json").read_text())}
+    assert rows["tracked"]["ALC@N"] > 0 and rows["untracked"]["ALC@N"] is None
+    assert "no ALC@300 for untracked" in r.stderr and "start at different updates" in r.stderr
+
+    r = lmlow("compare", untracked, "--out", out)
+    one_line_error(r, "--force")                        # the old set would be replaced
+    r = lmlow("compare", untracked, "--out", out, "--force")
+    assert r.returncode == 0, r.stderr
+    assert not (out / "frequency_curves.png").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["compare.csv", "compare.json", "compare.md",
+                                                    "curves.png"]
