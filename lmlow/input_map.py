@@ -111,14 +111,26 @@ def _check_same_vectors(initial: torch.Tensor, trained: torch.Tensor, path: Path
                          "was initialised from it?")
 
 
-def run_vectors(cfg: Config, words: list[str], flag: str = "--map-unseen-inputs"
-                ) -> tuple[torch.Tensor, np.ndarray]:
+def run_vectors(cfg: Config, words: list[str], flag: str = "--map-unseen-inputs",
+                recorded: dict | None = None) -> tuple[torch.Tensor, np.ndarray]:
     """The run's vectors aligned with ``words`` and the mask of the words that have one
-    (other rows are filler), from the --embeddings file it was initialised from."""
+    (other rows are filler), from the --embeddings file it was initialised from. ``recorded``:
+    that file's fingerprint as the run's data.json keeps it (RunDir.recorded_vectors): a file
+    changed since is refused (the map would place other vectors, a silently wrong model; the
+    cosine check of the input map misses a file whose words were reshuffled, R^2 0.96 -> 0.11,
+    and the output map and Adam with weight decay have none)."""
     path = Path(cfg.embeddings)
     if not path.exists():
         raise LmlowError(f"{path}: the run's --embeddings file is not there; "
                          f"{flag} needs the vectors it was initialised from")
+    if recorded is not None:
+        from lmlow.data.corpus import file_fingerprint
+
+        got = file_fingerprint(path)["sha256"]
+        if got != recorded["sha256"]:
+            raise LmlowError(f"{path}: not the file this run was initialised from (sha256 "
+                             f"{got[:12]}..., the run's data.json records {recorded['sha256'][:12]}"
+                             f"...); {flag} needs those vectors")
     from lmlow.embeddings import load_vectors    # gensim: only when the map is asked for
 
     return pretrained_matrix(words, load_vectors(path, cfg.allow_pickle),
@@ -186,16 +198,18 @@ def map_unseen_outputs(model: torch.nn.Module, cfg: Config, words: list[str],
 
 
 def map_unseen(model: torch.nn.Module, cfg: Config, words: list[str], counts: np.ndarray,
-               where: str, inputs: bool = False, outputs: bool = False
-               ) -> tuple[MappedInputs | None, MappedOutputs | None]:
+               where: str, inputs: bool = False, outputs: bool = False,
+               recorded: dict | None = None) -> tuple[MappedInputs | None, MappedOutputs | None]:
     """The maps asked for (``--map-unseen-inputs``, ``--map-unseen-outputs``), each refused
-    before any file is read, the run's vectors read once for both."""
+    before any file is read, the run's vectors read once for both (``recorded``: as
+    :func:`run_vectors`'s)."""
     if inputs:
         mappable(cfg, where)
     if outputs:
         mappable(cfg, where, "outputs")
     if not (inputs or outputs):
         return None, None
-    vectors = run_vectors(cfg, words, "--map-unseen-inputs" if inputs else "--map-unseen-outputs")
+    vectors = run_vectors(cfg, words, "--map-unseen-inputs" if inputs else "--map-unseen-outputs",
+                          recorded)
     return (map_unseen_inputs(model, cfg, words, counts, where, vectors) if inputs else None,
             map_unseen_outputs(model, cfg, words, counts, where, vectors) if outputs else None)

@@ -53,7 +53,8 @@ class LSTMRun(Scorer):
         self.bias_scale = bias_scale
         self.mapped_inputs, self.mapped_outputs = map_unseen(
             self.model, self.config, self.vocab.words, self.vocab.count_array(), str(self.run_dir),
-            inputs=map_unseen_inputs, outputs=map_unseen_outputs)
+            inputs=map_unseen_inputs, outputs=map_unseen_outputs,
+            recorded=self.run.recorded_vectors() if map_unseen_inputs or map_unseen_outputs else None)
 
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
         return lstm_logprobs(self.model, ids, self.vocab.eos_id, self.batch_size,

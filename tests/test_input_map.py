@@ -286,3 +286,14 @@ def test_eval_and_score_with_the_output_map_on_a_real_run(speech_corpus, vectors
     r = lmlow("eval", other, "--map-unseen-outputs", cache=cache)
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
     assert "--map-unseen-outputs needs a run whose output rows" in r.stderr
+    # the vectors reshuffled among their words since the run read them: each map would place
+    # other vectors (the output map has no check of its own), so both are refused by the
+    # sha256 the run recorded
+    rows = vec.read_text().splitlines()
+    values = [line.split(" ", 1)[1] for line in rows]
+    vec.write_text("\n".join(f"{line.split()[0]} {v}" for line, v in
+                             zip(rows, values[1:] + values[:1])) + "\n")
+    for flag in ("--map-unseen-outputs", "--map-unseen-inputs"):
+        r = lmlow("eval", run, "--split", "test", flag, cache=cache)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "not the file this run was initialised from" in r.stderr and flag in r.stderr
