@@ -200,7 +200,7 @@ def cmd_analyze(args) -> None:
     from lmlow.analysis import AnalyzeOptions, analysis_summary, analysis_text, analyze
     from lmlow.rundir import RunDir
 
-    r = analyze(args.run_dir, args.out, args.corpus, args.checkpoint or "best", args.device,
+    r = analyze(args.run_dir, args.out, args.corpus, args.checkpoint, args.device,
                 args.force, **settings_from(args, AnalyzeOptions))
     out = args.out or RunDir(args.run_dir).analysis_dir
     _print(analysis_text(r, out) if not args.json else "", args.json, analysis_summary(r), None)
@@ -248,7 +248,7 @@ def cmd_bias_sweep(args) -> None:
     from lmlow.generate import BiasSweepOptions, Sampling, bias_sweep
     from lmlow.rundir import RunDir
 
-    r = bias_sweep(args.run_dir, args.out, args.force, args.corpus, args.checkpoint or "best",
+    r = bias_sweep(args.run_dir, args.out, args.force, args.corpus, args.checkpoint,
                    args.device, **settings_from(args, BiasSweepOptions),
                    **settings_from(args, Sampling, skip=("bias_scale",)))
     out = args.out or RunDir(args.run_dir).bias_sweep_dir
@@ -270,10 +270,14 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")   # escaped, not a traceback
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    words_after_an_option = getattr(args, "run", None) == "predict" and not any(
-        a.startswith("-") for a in extra)
-    if extra and words_after_an_option:   # argparse gave the context (none) out before the option
-        args.context += extra
+    # predict's context words after an option: argparse gave the context out (none) before
+    # the option and leaves them over; words that look like options (-x, --help are words of
+    # a technical text) come after `--`, which argparse leaves over with them
+    before, _, after = (extra[:extra.index("--")], None, extra[extra.index("--") + 1:]) \
+        if "--" in extra else (extra, None, [])
+    if (extra and getattr(args, "run", None) == "predict"
+            and not any(a.startswith("-") for a in before)):
+        args.context += before + after
     elif extra:
         parser.parse_args(argv)   # argparse's own one-line error for what it did not know
     args.argv = list(sys.argv[1:] if argv is None else argv)

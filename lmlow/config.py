@@ -334,8 +334,8 @@ def check_settings(data: dict, where, cls=None) -> dict:
         raise LmlowError(f"{where}: unknown setting {unknown[0]!r}")
     hints = typing.get_type_hints(cls)
     for key, value in data.items():
-        if not _has_type(value, hints[key]):
-            raise LmlowError(f"{where}: {key} = {value!r}: expected {_type_name(hints[key])}")
+        if not has_type(value, hints[key]):
+            raise LmlowError(f"{where}: {key} = {value!r}: expected {type_name(hints[key])}")
     # a list of names given as its comma-separated text (`init = "glove,unigram"`, the flag's
     # form) comes back as the list: a reader before Config (a sweep's plan) took its letters
     return {k: names(v) if isinstance(v, str) and typing.get_origin(hints[k]) is tuple else v
@@ -349,10 +349,10 @@ def names(value) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _has_type(value, hint) -> bool:
+def has_type(value, hint) -> bool:
     args = typing.get_args(hint)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return any(_has_type(value, a) for a in args)
+        return any(has_type(value, a) for a in args)
     if hint is type(None):
         return value is None
     if hint is bool:
@@ -364,18 +364,20 @@ def _has_type(value, hint) -> bool:
     if typing.get_origin(hint) is tuple:        # a list of names, or one comma-separated text
         return isinstance(value, str) or (isinstance(value, (list, tuple))
                                           and all(isinstance(v, str) for v in value))
-    if typing.get_origin(hint) is list:         # lines (SLURM's setup, sbatch options): a list
-        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    if typing.get_origin(hint) is list:         # lines (SLURM's setup), numbers (KenLM's prune)
+        item = (typing.get_args(hint) or (object,))[0]
+        return isinstance(value, (list, tuple)) and all(has_type(v, item) for v in value)
     return isinstance(value, hint)
 
 
-def _type_name(hint) -> str:
+def type_name(hint) -> str:
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(hint))
+        return " or ".join(type_name(a) for a in typing.get_args(hint))
     if typing.get_origin(hint) is tuple:
         return "a list of names"
     if typing.get_origin(hint) is list:
-        return "a list of texts"
+        item = (typing.get_args(hint) or (object,))[0]
+        return {str: "a list of texts", int: "a list of integers"}.get(item, "a list")
     return {bool: "true or false", int: "an integer", float: "a number", str: "a text",
             type(None): "nothing"}.get(hint, str(hint))
 

@@ -37,20 +37,24 @@ GATES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
 class LSTMStep(nn.Module):
     """One step of the AWD-LSTM as evaluation runs it: ``forward(ids (B,), h, c)`` -> (ln p
     of the next word (B, vocabulary), h, c); ``h`` and ``c`` are one (1, B, size) tensor per
-    layer. The weights are buffers, the layers the fused LSTM op (what torch.export keeps)."""
+    layer. The weights are buffers, the layers the fused LSTM op (what torch.export keeps).
+    ``bias_scale``: the output bias's lambda the run was opened with (Kobayashi et al.; 1: as
+    trained). A tied model's one matrix is kept once."""
 
-    def __init__(self, model):
+    def __init__(self, model, bias_scale: float = 1.0):
         super().__init__()
         def copy(t: torch.Tensor) -> torch.Tensor:
             return t.detach().float().cpu().clone()
 
-        self.register_buffer("embedding", copy(model.encoder.weight))
+        embedding = copy(model.encoder.weight)
+        self.register_buffer("embedding", embedding)
         self.layers = len(model.rnns)
         for i, rnn in enumerate(model.rnns):
             for gate in GATES:
                 self.register_buffer(f"{gate}_{i}", copy(getattr(rnn.lstm, f"{gate}_l0")))
-        self.register_buffer("out_weight", copy(model.decoder.weight))
-        self.register_buffer("out_bias", copy(model.decoder.bias))
+        tied = model.decoder.weight is model.encoder.weight
+        self.register_buffer("out_weight", embedding if tied else copy(model.decoder.weight))
+        self.register_buffer("out_bias", copy(model.decoder.bias) * bias_scale)
 
     def forward(self, ids: torch.Tensor, h: list[torch.Tensor], c: list[torch.Tensor]):
         x = F.embedding(ids.unsqueeze(0), self.embedding)
@@ -72,11 +76,13 @@ class TransformerStep(nn.Module):
     Rotary positions depend on the difference of two positions only, so a key kept at slot j
     of the padded memory scores as at its place in the model's."""
 
-    def __init__(self, model):
+    def __init__(self, model, bias_scale: float = 1.0):
         import copy
 
         super().__init__()
         model = copy.deepcopy(model).float().cpu().eval()
+        with torch.no_grad():
+            model.decoder.bias.mul_(bias_scale)        # the run's lambda, as LSTMStep's
         self.encoder, self.project_in, self.blocks = model.encoder, model.project_in, model.blocks
         self.norm, self.project_out, self.decoder = model.norm, model.project_out, model.decoder
         self.context, self.width = model.context, model.width
@@ -120,11 +126,17 @@ def check_target(out: Path, force: bool = False) -> None:
 
 
 def export(run, out: Path, force: bool = False) -> dict:
-    """Write ``run`` (an opened LSTM or Transformer run, its unseen rows mapped as it was
-    opened) to ``out``, atomically; what was written, for the command's line."""
+    """Write ``run`` (an opened LSTM or Transformer run, its unseen rows mapped and its output
+    bias scaled as it was opened) to ``out``, atomically; what was written, for the command's
+    line."""
     import torch.export
 
     out = Path(out)
+    from lmlow.runs import InterpolatedRun
+
+    if isinstance(run, InterpolatedRun):
+        raise LmlowError("a mixture of two runs is not one model file: export the LSTM run, "
+                         "and use the n-gram run's model.bin beside it")
     model = getattr(run, "model", None)
     if not isinstance(model, (AWDLSTM, TransformerLM)):
         raise LmlowError(f"{run.run_dir}: an n-gram run; its model.bin and model.arpa are "
@@ -137,17 +149,18 @@ def export(run, out: Path, force: bool = False) -> dict:
     lines = {1: Dim.AUTO}                       # any number of lines at once
     info = {"format": FORMAT, "eos_id": run.vocab.eos_id, "unk_id": run.vocab.unk_id,
             "run": str(Path(run.run_dir).resolve()), "checkpoint": run.checkpoint,
-            "mapped": {"inputs": bool(run.mapped_inputs), "outputs": bool(run.mapped_outputs)}}
+            "mapped": {"inputs": bool(run.mapped_inputs), "outputs": bool(run.mapped_outputs)},
+            "bias_scale": run.bias_scale}
     ids = torch.zeros(2, dtype=torch.long)
     if isinstance(model, AWDLSTM):
-        step = LSTMStep(model).eval()
+        step = LSTMStep(model, run.bias_scale).eval()
         sizes = [rnn.lstm.hidden_size for rnn in model.rnns]
         state = [torch.zeros(1, 2, n) for n in sizes]
         args = (ids, state, [s.clone() for s in state])
         shapes = ({0: Dim.AUTO}, [lines] * len(sizes), [lines] * len(sizes))
         info |= {"arch": "lstm", "state_sizes": sizes}
     else:
-        step = TransformerStep(model).eval()
+        step = TransformerStep(model, run.bias_scale).eval()
         memory = [torch.zeros(model.context, 2, 2 * model.width) for _ in model.blocks]
         args = (ids, memory, torch.zeros(2, dtype=torch.long))
         shapes = ({0: Dim.AUTO}, [lines] * len(memory), {0: Dim.AUTO})
@@ -160,7 +173,8 @@ def export(run, out: Path, force: bool = False) -> dict:
         "vocabulary.txt": "\n".join(run.vocab.words), "lmlow.json": json.dumps(info)})
     with atomic_path(out) as tmp:
         tmp.write_bytes(buffer.getvalue())
-    numbers = sum(t.numel() for t in (*step.parameters(), *step.buffers()))
+    numbers = sum(t.numel() for t in {id(t): t for t in (*step.parameters(),
+                                                          *step.buffers())}.values())
     return {"out": str(out), "words": len(run.vocab), "arch": info["arch"],
             "layers": len(getattr(model, "rnns", getattr(model, "blocks", []))),
             "parameters": numbers, "bytes": out.stat().st_size}

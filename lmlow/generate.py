@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lmlow.config import SEED_RANGE, check_values, in_range, setting
+from lmlow.config import SEED_RANGE, check_settings, check_values, in_range, setting
 from lmlow.errors import LmlowError
 
 
@@ -105,15 +105,20 @@ class BiasSweepOptions:
         return self
 
 
-def split_options(options: dict, *classes) -> list:
+def split_options(options: dict, *classes, where: str = "lmlow.generate") -> list:
     """Keyword options shared out to the settings dataclasses that own them (each
-    validated); one line for a keyword none of them has."""
+    validated); one line for a keyword none of them has, or a value of another type
+    (``prompt=None``, ``top_k=2.5``, ``seed=True`` from Python: tracebacks, or a seed of 1)."""
     names = [{f.name for f in fields(c)} for c in classes]
     unknown = set(options) - set().union(*names)
     if unknown:
         raise LmlowError(f"unknown option {sorted(unknown)[0]!r}")
-    return [c(**{k: v for k, v in options.items() if k in n}).validate()
-            for c, n in zip(classes, names)]
+    out = []
+    for c, n in zip(classes, names):
+        given = {k: v for k, v in options.items() if k in n}
+        typed = {k: v for k, v in given.items() if k != "lambdas"}   # numbers or their text
+        out.append(c(**{**given, **check_settings(typed, where, c)}).validate())
+    return out
 
 
 def filter_logits(logits, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0):
@@ -236,6 +241,12 @@ def iter_generate(run, checkpoint: str | None = None, device: str = "auto",
     """:func:`generate`, one sample's tokens at a time, as they are drawn."""
     opts, sampling = split_options(options, GenerateOptions, Sampling)
     run = open_run(run, checkpoint, device)
+    if run.bias_scale != 1.0:           # an LSTMRun opened with lmlow.load(..., bias_scale=)
+        if "bias_scale" in options and options["bias_scale"] != run.bias_scale:
+            raise LmlowError(f"lmlow.generate: the run was opened with bias_scale "
+                             f"{run.bias_scale:g} and bias_scale = {options['bias_scale']!r} "
+                             "is given; give one of them")
+        sampling = dataclasses.replace(sampling, bias_scale=run.bias_scale)
     for ids in iter_sample_ids(run.model, run.vocab, run.vocab.encode(prompt_words(run, opts)),
                                opts.words, opts.samples, opts.seed, sampling, run.device):
         yield run.vocab.decode(ids)
@@ -281,7 +292,7 @@ def text_row(samples: list[list[int]], vocab, log_u: np.ndarray) -> dict:
 
 
 def bias_sweep(run_dir: Path, out: Path | None = None, force: bool = False,
-               corpus: Path | None = None, checkpoint: str = "best", device: str = "auto",
+               corpus: Path | None = None, checkpoint: str | None = None, device: str = "auto",
                **options) -> dict:
     """Kobayashi et al.'s Table 2 for an LSTM run: per lambda, Distinct-1/2 and n-gram diversity
     of sampled texts, and the lambda-scaled model's perplexity and KL(unigram || mean
@@ -298,13 +309,14 @@ def bias_sweep(run_dir: Path, out: Path | None = None, force: bool = False,
         options["lambdas"] = parse_lambdas(options["lambdas"])
     if "bias_scale" in options:
         raise LmlowError("bias-sweep: the lambdas are the bias scales; no --bias-scale")
-    opts, sampling = split_options(options, BiasSweepOptions, Sampling)
+    opts, sampling = split_options(options, BiasSweepOptions, Sampling,
+                                   where="lmlow.generate.bias_sweep")
     trusted = out is not None
     out = Path(out) if out else RunDir(run_dir).bias_sweep_dir
     names = ["bias_sweep.md", "bias_sweep.csv", "bias_sweep.json", "samples.jsonl"]
     with staged_outputs(out, names, force, trusted) as stage:
         run = open_run(Path(run_dir), checkpoint, device)
-        result, texts, headers, table = _bias_sweep(run, opts, sampling, corpus, checkpoint)
+        result, texts, headers, table = _bias_sweep(run, opts, sampling, corpus, run.checkpoint)
         atomic_write_text(stage / names[0], result["markdown"] + "\n")
         atomic_write_text(stage / names[1], to_csv(headers, table))
         atomic_write_json(stage / names[2], result)

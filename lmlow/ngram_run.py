@@ -9,11 +9,13 @@ every line, while the LSTM by default carries its state across lines: compare wi
 from __future__ import annotations
 
 import math
+import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
+from lmlow.config import has_type, type_name
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import LN10, LineReader, Scorer
@@ -61,6 +63,11 @@ class NgramConfig:
                                        "prepared", "vocab"}
         if missing:
             raise LmlowError(f"{path}: not an n-gram run configuration (lacks {', '.join(sorted(missing))})")
+        hints = typing.get_type_hints(cls)
+        for key, value in data.items():          # a damaged value was a TypeError far later
+            if key in names and not has_type(value, hints[key]):
+                raise LmlowError(f"{path}: {key} = {value!r}: expected {type_name(hints[key])}; "
+                                 "damaged or edited?")
         return cls(**{k: v for k, v in data.items() if k in names})
 
 

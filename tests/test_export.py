@@ -69,3 +69,33 @@ def test_an_ngram_run_and_other_names_are_refused(speech_corpus, tmp_path):
     r = lmlow("export", tmp_path / "nowhere", "--out", tmp_path / "x.ts")
     assert r.returncode == 1 and "x.ts: name it NAME.pt2" in r.stderr   # before the run is read
     assert not list(tmp_path.glob("x.*"))
+
+
+def test_an_opened_runs_bias_scale_is_exported_a_tied_matrix_once_and_a_mixture_refused(
+        speech_corpus, tmp_path):
+    """export(lmlow.load(RUN, bias_scale=0)) wrote the trained bias (lambda 1: the file scored
+    6.3 nats away from the run it was given); a tied model's matrix was stored twice (and
+    counted twice in the printed size); a mixture was called "an n-gram run"."""
+    from lmlow.errors import LmlowError
+    from lmlow.export import GATES, export
+    from lmlow.runs import InterpolatedRun, load
+
+    run, pt2 = tmp_path / "run", tmp_path / "m.pt2"
+    lmlow("train", speech_corpus, "--out", run, "--preset", "tiny", "--tie", "yes",
+          "--max-epochs", "1", "--threads", "1", check=True)
+    opened = load(run, bias_scale=0.0)
+    written = export(opened, pt2)
+    model = opened.model
+    assert model.decoder.weight is model.encoder.weight
+    assert written["parameters"] == (model.encoder.weight.numel() + model.decoder.bias.numel()
+                                     + sum(getattr(rnn.lstm, f"{g}_l0").numel()
+                                           for rnn in model.rnns for g in GATES))
+    line = (speech_corpus / "valid.txt").read_text().splitlines()[0]
+    _, info, exported = _exported_logprobs(pt2, [line])
+    assert info["bias_scale"] == 0.0
+    scaled = [lp for _, lp, _ in opened.score(line)]
+    trained = [lp for _, lp, _ in load(run).score(line)]
+    assert exported[0] == pytest.approx(scaled, rel=1e-5, abs=2e-5)
+    assert exported[0] != pytest.approx(trained, rel=1e-3)
+    with pytest.raises(LmlowError, match="a mixture of two runs"):
+        export(InterpolatedRun(load(run), load(run), 0.5), tmp_path / "mix.pt2")

@@ -88,6 +88,46 @@ def test_bias_scale_changes_the_text(run):
     assert greedy != generate(run, words=10, top_k=1, bias_scale=0)[0]
 
 
+def test_a_run_opened_with_a_bias_scale_generates_with_it(run):
+    """lmlow.load(RUN, bias_scale=0) handed to generate() sampled from the trained model
+    (lambda 1) with nothing said; a different bias_scale beside it is refused."""
+    opened = load(run, bias_scale=0.0)
+    assert generate(opened, words=30, samples=2, seed=2) == \
+        generate(run, words=30, samples=2, seed=2, bias_scale=0.0)
+    assert generate(opened, words=30, samples=2, seed=2) != generate(run, words=30, samples=2, seed=2)
+    with pytest.raises(LmlowError, match="opened with bias_scale 0"):
+        generate(opened, words=3, bias_scale=1.0)
+
+
+@pytest.mark.parametrize("options, key", [
+    ({"prompt": None}, "prompt"), ({"prompt": 123}, "prompt"), ({"top_k": 2.5}, "top_k"),
+    ({"words": 2.0}, "words"), ({"temperature": "1"}, "temperature"),
+    ({"bias_scale": None}, "bias_scale"), ({"seed": True}, "seed")])
+def test_options_of_the_wrong_type_are_named(run, options, key):
+    """From Python these were AttributeErrors and TypeErrors deep in sampling, or (seed=True)
+    a seed of 1."""
+    with pytest.raises(LmlowError, match=f"lmlow.generate: {key} = "):
+        generate(run, **{"words": 2, **options})
+    if key != "bias_scale":                    # bias-sweep's scales are its lambdas
+        with pytest.raises(LmlowError, match=f"bias_sweep: {key} = "):
+            bias_sweep(run, **{"lambdas": [1], "samples": 1, "words": 2, **options})
+
+
+def test_a_run_stopped_before_its_first_validation_is_swept_and_analysed_from_last(
+        speech_corpus, tmp_path):
+    """bias-sweep and analyze took best.pt whatever --checkpoint's help says (best, or last
+    for a run stopped before its first validation), as generate and eval do."""
+    out = tmp_path / "early"
+    assert main(["train", str(speech_corpus), "--out", str(out), "--preset", "tiny",
+                 "--max-steps", "3", "--max-epochs", "1", "--quiet"]) == 0
+    (out / "best.pt").unlink()                 # as a run killed before its first validation
+    r = bias_sweep(out, lambdas=[1], samples=2, words=5, out=tmp_path / "b")
+    assert r["checkpoint"] == "last" and r["rows"][0]["ppl"] > 0
+    from lmlow.analysis import analyze
+    a = analyze(out, tmp_path / "a", tokens=500)
+    assert a["checkpoint"] == "last"
+
+
 def test_no_unk(run):
     texts = generate(run, words=200, samples=2, seed=1, no_unk=True, bias_scale=0)
     assert all("<unk>" not in t for t in texts)

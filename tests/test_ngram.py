@@ -368,3 +368,19 @@ def test_a_word_list_gives_both_models_its_vocabulary(speech_corpus, tmp_path):
     words.unlink()                             # a run keeps the vocabulary it started with
     lmlow("train", "--resume", lstm, "--max-epochs", "2", "--quiet", check=True)
     assert lmlow("eval", lstm, "--json", check=True).stdout.count(f'"unk_tokens": {unk},') == 1
+
+
+@pytest.mark.parametrize("key, value", [("corpus", None), ("unk_threshold", "2"),
+                                        ("prune", ["0", "1"]), ("order", 4.5)])
+def test_a_damaged_config_value_is_named_not_a_traceback(kn, tmp_path, key, value):
+    """config.json's values were used as they were: a null corpus or a text K was a TypeError
+    when the run was scored."""
+    import shutil
+
+    run = tmp_path / "kn"
+    shutil.copytree(kn, run)
+    cfg = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**cfg, key: value}))
+    r = lmlow("eval", run)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"config.json: {key} = " in r.stderr and "expected" in r.stderr

@@ -256,6 +256,11 @@ def test_the_command_lists_what_the_api_gives(runs, tmp_path):
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
         assert len(text.rstrip("%").replace(".", "").lstrip("0")) >= 2
         assert value == pytest.approx(math.exp(p), rel=0.05)
+    # words that look like options come after `--`, also after an option (they were refused)
+    r = lmlow("predict", lstm, "--top", "3", "--json", "--", "-x", "the")
+    assert r.returncode == 0 and json.loads(r.stdout)["context"] == ["-x", "the"], r.stderr
+    r = lmlow("predict", lstm, "--top", "3", "the", "--", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("the --help(<unk>) -> "), r.stderr
     r = lmlow("predict", kn)                          # no context: the first word of a line
     assert r.returncode == 0 and r.stdout.startswith("<line start> -> ")
 

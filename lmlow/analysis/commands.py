@@ -49,7 +49,7 @@ class CompareOptions:
 
 
 def analyze(run_dir: Path, out: Path | None = None, corpus: Path | None = None,
-            checkpoint: str = "best", device: str = "auto", force: bool = False,
+            checkpoint: str | None = None, device: str = "auto", force: bool = False,
             **options) -> dict:
     """Frequency analyses of an LSTM run's ``checkpoint`` (``options``: :class:`AnalyzeOptions`,
     the split and its first ``tokens`` tokens): writes OUT/analysis.json and PNG plots (OUT
@@ -60,6 +60,7 @@ def analyze(run_dir: Path, out: Path | None = None, corpus: Path | None = None,
     split, tokens, bins = opts.split, opts.tokens, opts.bins
     rd = RunDir(run_dir).require(LSTM)
     run_dir = rd.path
+    checkpoint = checkpoint or rd.default_checkpoint()   # best, or last before a validation
     if not rd.checkpoint(checkpoint).exists():
         raise LmlowError(f"{run_dir}: no {checkpoint}.pt (train the run first)")
     trusted = out is not None
