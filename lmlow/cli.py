@@ -264,22 +264,29 @@ COMMANDS = {"prepare": cmd_prepare, "vocab": cmd_vocab, "unk": cmd_unk, "stats":
 STOPS_ITSELF = ("train", "sweep", "sweep-task")     # they handle SIGTERM in their own way
 
 
-def main(argv: list[str] | None = None) -> int:
-    for stream in (sys.stdout, sys.stderr):   # a word the terminal's encoding (say
-        if hasattr(stream, "reconfigure"):     # PYTHONIOENCODING=ascii) cannot show is
-            stream.reconfigure(errors="backslashreplace")   # escaped, not a traceback
+def parse_argv(argv: list[str] | None):
+    """The command line as argparse reads it, with predict's context words wherever they
+    stand; argparse's own one-line error (SystemExit 2) for what it does not know."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # predict's context words after an option: argparse gave the context out (none) before
     # the option and leaves them over; words that look like options (-x, --help are words of
     # a technical text) come after `--`, which argparse leaves over with them
-    before, _, after = (extra[:extra.index("--")], None, extra[extra.index("--") + 1:]) \
-        if "--" in extra else (extra, None, [])
+    before, after = ((extra[:extra.index("--")], extra[extra.index("--") + 1:])
+                     if "--" in extra else (extra, []))
     if (extra and getattr(args, "run", None) == "predict"
             and not any(a.startswith("-") for a in before)):
         args.context += before + after
     elif extra:
         parser.parse_args(argv)   # argparse's own one-line error for what it did not know
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):   # a word the terminal's encoding (say
+        if hasattr(stream, "reconfigure"):     # PYTHONIOENCODING=ascii) cannot show is
+            stream.reconfigure(errors="backslashreplace")   # escaped, not a traceback
+    args = parse_argv(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     code = _run(args)
     if "WORLD_SIZE" in os.environ:    # a training process under torchrun
