@@ -39,9 +39,10 @@ def cmd_prepare(args) -> None:
 def cmd_vocab(args) -> None:
     from lmlow.data.corpus import read_corpus
     from lmlow.data.stats import format_vocab, vocab_summary
-    from lmlow.files import refuse_overwrite
+    from lmlow.files import refuse_compressed, refuse_overwrite
 
     if args.out:
+        refuse_compressed(args.out)
         refuse_overwrite([args.out], args.force)
     corpus, _ = read_corpus(args.corpus, **_reading(args))
     if args.out:

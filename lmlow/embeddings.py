@@ -31,14 +31,15 @@ def detect_format(path: Path) -> str:
         return "npz"
     if path.suffix == ".bin":
         return "word2vec-bin"
-    with open_binary(path) as f:
-        first = f.readline()
+    with open_binary(path) as f:     # read as every text line is: bounded, a bad .gz in one line
+        first = next((raw for _, raw in numbered_lines(path, f)), b"")
     if not first:
         raise LmlowError(f"{path}: empty file")
     if not first.strip():
         raise LmlowError(f"{path}:1: empty first line; expected a vector or a 'COUNT DIM' header")
     fields = decode_line(path, 1, first).split()
-    return "word2vec-text" if len(fields) == 2 and all(x.isdigit() for x in fields) else "glove"
+    header = len(fields) == 2 and all(x.isascii() and x.isdigit() for x in fields)
+    return "word2vec-text" if header else "glove"
 
 
 TEXT_FORMATS = ("glove", "word2vec-text")
@@ -289,11 +290,13 @@ def _load_npz(path: Path):
 
 
 NEIGHBOURS = 8                  # how many `lmlow neighbours` shows by default
+NO_OTHER: tuple = ()            # a word with a vector, but no other word's has a direction
 
 
 def neighbours(kv, word: str, top: int = NEIGHBOURS) -> list[tuple[str, float]] | None:
     """Nearest words by cosine similarity, most similar first (ties in the file's order);
-    empty if the word has no vector, None if its vector is all zeros. A row of zeros (a
+    empty if the word has no vector (``NO_OTHER``, also empty, if it has one but no other
+    word's vector has a direction), None if its vector is all zeros. A row of zeros (a
     padding token in many exported files) has no direction: it is no word's neighbour and has
     none (gensim's ``most_similar`` divided by its zero norm: NaN similarities and a warning)."""
     i = kv.key_to_index.get(word)
@@ -310,7 +313,7 @@ def neighbours(kv, word: str, top: int = NEIGHBOURS) -> list[tuple[str, float]] 
     sims[i] = -np.inf
     top = min(top, int(pointing.sum()) - 1)
     if top <= 0:
-        return []
+        return NO_OTHER
     best = np.argpartition(-sims, top - 1)[:top]
     best = best[np.lexsort((best, -sims[best]))]
     return [(kv.index_to_key[j], float(sims[j])) for j in best]
@@ -321,5 +324,7 @@ def format_neighbours(result: dict[str, list[tuple[str, float]] | None]) -> str:
     def line(near):
         if near is None:
             return "(a vector of zeros: no direction, so no neighbours)"
+        if near == NO_OTHER:
+            return "(no other word's vector has a direction: no neighbours)"
         return ", ".join(f"{n} {s:.2f}" for n, s in near) if near else "(no vector)"
     return "\n".join(f"{w}: {line(near)}" for w, near in result.items())

@@ -47,22 +47,57 @@ def out_of_memory(e: BaseException) -> str | None:
 
 
 _stop_requested = False
+_committing = 0         # CommitGroup renames under way: a stop waits for them
 
 
 def request_stop() -> None:
     """Remember that the process was asked to stop, then raise :class:`Terminated`. Python can
     run a signal handler where an exception is only printed and dropped (a weak-reference
     callback during an import), so the request is also kept: :func:`check_stop` refuses every
-    later commit of a file, and the command still ends as terminated."""
+    later commit of a file, and the command still ends as terminated. During a
+    :class:`CommitGroup`'s renames the request waits until they are all done."""
     global _stop_requested
     _stop_requested = True
-    raise Terminated()
+    if not _committing:
+        raise Terminated()
 
 
 def check_stop() -> None:
     """Called before a result is renamed into place: a stopped command commits nothing."""
-    if _stop_requested:
+    if _stop_requested and not _committing:
         raise Terminated()
+
+
+class CommitGroup:
+    """Several files renamed into place together (a corpus's three splits and its record, the
+    vectors' text and .npz, a report's files): a stop asked for before :meth:`begin` commits
+    none of them, one asked for after it waits until the group leaves, so a SIGTERM between two
+    renames cannot leave new files beside old ones. Enter it before the files' own
+    ``atomic_path`` contexts (so it leaves after their renames) and call :meth:`begin` when
+    they are written::
+
+        with CommitGroup() as commit, atomic_path(a) as ta, atomic_path(b) as tb:
+            write(ta); write(tb)
+            commit.begin()
+    """
+
+    def __enter__(self) -> "CommitGroup":
+        self.begun = False
+        return self
+
+    def begin(self) -> None:
+        global _committing
+        check_stop()
+        _committing += 1
+        self.begun = True
+
+    def __exit__(self, kind, *_) -> None:
+        global _committing
+        if self.begun:
+            _committing -= 1
+            self.begun = False
+            if kind is None:
+                check_stop()          # the stop that waited: the command ends as terminated
 
 
 @contextmanager

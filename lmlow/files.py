@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from lmlow.errors import LmlowError, check_stop
+from lmlow.errors import CommitGroup, LmlowError, check_stop
 
 
 # a full disk or quota, a file-size limit, no permission, a read-only file system
@@ -378,12 +378,13 @@ def staged_outputs(out: Path, names: list[str], force: bool = False,
         remove_stale_stages(out, names)
         os.mkdir(stage)
         yield stage
-        check_stop()
-        for n in names:
-            if (stage / n).exists():
-                os.replace(stage / n, out / n)
-            elif n in optional and os.path.lexists(out / n):
-                os.unlink(out / n)
+        with CommitGroup() as commit:      # all renamed, or (stopped before) none
+            commit.begin()
+            for n in names:
+                if (stage / n).exists():
+                    os.replace(stage / n, out / n)
+                elif n in optional and os.path.lexists(out / n):
+                    os.unlink(out / n)
     except OSError as e:
         if e.errno not in WRITE_ERRORS:
             raise
@@ -420,6 +421,14 @@ def remove_if_owner_gone(paths) -> list[Path]:
                 p.unlink(missing_ok=True)
             gone.append(p)
     return gone
+
+
+def refuse_compressed(path: Path, flag: str = "--out") -> None:
+    """A text output named ``*.gz``: lmlow writes plain text, which every reader of ``.gz``
+    (lmlow's own among them) then refuses as not gzip; refused before any work."""
+    if Path(path).suffix == ".gz":
+        raise LmlowError(f"{flag} {path}: lmlow writes plain text; name it without .gz (gzip "
+                         "it afterwards if you like: lmlow reads .gz text)")
 
 
 def refuse_overwrite(paths, force: bool) -> None:

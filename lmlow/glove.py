@@ -44,9 +44,9 @@ from lmlow.config import SEED_RANGE, THREADS_RANGE, check_values, setting, yes_n
 from lmlow.cpus import available_cpus
 from lmlow.data.corpus import count_words
 from lmlow.data.textio import EOS, UNK, iter_lines
-from lmlow.errors import LmlowError
+from lmlow.errors import CommitGroup, LmlowError
 from lmlow.external import die_with_parent, ended, find_program, last_line, run_program
-from lmlow.files import atomic_path, pid_alive, refuse_overwrite
+from lmlow.files import atomic_path, pid_alive, refuse_compressed, refuse_overwrite
 from lmlow.progress import epochs_bar, progress
 
 RAW_UNK = "<lmlow-text-unk>"   # a literal <unk> of the text, renamed: the tool reserves <unk>
@@ -153,6 +153,8 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
         counts.update(wc.counts)
         if cfg.eos:
             counts[EOS] += wc.lines
+    if RAW_UNK in counts:
+        _refuse_reserved(texts)
     vocab = glove_vocabulary(counts, cfg.min_count)
     if len(vocab) < 2:
         raise LmlowError(f"no two words occur {cfg.min_count} times or more; lower --min-count")
@@ -196,6 +198,16 @@ def remove_stale_work(work_dir: Path | None) -> None:
         if m and p.is_dir() and not p.is_symlink() and not pid_alive(int(m.group(1))):
             shutil.rmtree(p, ignore_errors=True)
 
+
+
+def _refuse_reserved(texts: list[Path]) -> None:
+    """The text has the word the tools read a literal ``<unk>`` as: its vectors would hold
+    ``<unk>`` twice (a file lmlow then refuses) and the word none. Named at its first line."""
+    for path in texts:
+        for lineno, tokens in iter_lines(path):
+            if RAW_UNK in tokens:
+                raise LmlowError(f"{path}:{lineno}: the word {RAW_UNK} is lmlow embed's own name "
+                                 "for <unk> inside GloVe's tools; rename it in the text")
 
 
 def _write_vocab(vocab: dict[str, int], counts: Counter, path: Path) -> None:
@@ -291,12 +303,27 @@ def embed(texts: list[Path], out: Path, cfg: GloveConfig = GloveConfig(),
                              f"becomes one with `lmlow prepare {shlex.quote(str(text))} --out "
                              "FILE --no-split`, tokenised as the LM corpus)")
     out = Path(out)
-    npz = out.with_suffix(".npz")
+    npz = npz_beside(out)
     refuse_overwrite([out, npz], force)
-    with atomic_path(out, exclusive=True) as tmp, atomic_path(npz, exclusive=True) as tmp_npz:
+    with CommitGroup() as commit, atomic_path(out, exclusive=True) as tmp, \
+            atomic_path(npz, exclusive=True) as tmp_npz:
         kv, report = train_glove(texts, cfg, show_progress, work_dir)
         _write_pair(kv, tmp, tmp_npz)              # renamed npz, then text
+        commit.begin()
     return report, [out, npz]
+
+
+def npz_beside(out: Path) -> Path:
+    """The ``.npz`` written beside the GloVe text ``out``: ``NAME.npz`` for ``NAME.txt``, else
+    ``OUT.npz`` (``v.100d`` and ``v.200d`` both made ``v.npz``). A text output named as
+    another format (``--out v.npz`` made the text and the npz one temporary, and failed after
+    writing the npz) is refused before any work."""
+    out = Path(out)
+    if out.suffix in (".npz", ".bin", ".kv", ".model"):
+        raise LmlowError(f"--out {out}: the GloVe text file; name it NAME.txt (NAME.npz is "
+                         "written beside it)")
+    refuse_compressed(out)
+    return out.with_suffix(".npz") if out.suffix == ".txt" else out.with_name(out.name + ".npz")
 
 
 def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:
@@ -304,10 +331,11 @@ def save_vectors(kv, out: Path, force: bool = False) -> list[Path]:
     both are written under temporary names and renamed only once both are complete, so a
     failure (a full disk) leaves neither, and never a new text file beside an older ``.npz``."""
     out = Path(out)
-    npz = out.with_suffix(".npz")
+    npz = npz_beside(out)
     refuse_overwrite([out, npz], force)
-    with atomic_path(out) as tmp, atomic_path(npz) as tmp_npz:   # renamed npz, then text
-        _write_pair(kv, tmp, tmp_npz)
+    with CommitGroup() as commit, atomic_path(out) as tmp, atomic_path(npz) as tmp_npz:
+        _write_pair(kv, tmp, tmp_npz)              # renamed npz, then text
+        commit.begin()
     return [out, npz]
 
 

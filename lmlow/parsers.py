@@ -116,8 +116,8 @@ def _embed_parser(sub) -> None:
                        "AdaGrad; written as their sum) on tokenised text read as corpora are read. "
                        "Words seen fewer than --min-count times get no vector; <unk> gets the mean "
                        "of the 100 rarest words' vectors (GloVe's convention), or its own trained "
-                       "vector when the text contains <unk>. Writes GloVe text (--out) and "
-                       "lmlow's fast, pickle-free .npz beside it.")
+                       "vector when the text contains <unk>. Writes GloVe text (--out NAME.txt) and "
+                       "lmlow's fast, pickle-free NAME.npz beside it.")
     p.add_argument("texts", nargs="+", type=Path, metavar="TEXT",
                    help="tokenised text files (e.g. from lmlow prepare --no-split), streamed")
     add_output(p, "output vectors, GloVe text format")

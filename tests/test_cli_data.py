@@ -94,3 +94,44 @@ def test_sotu_domain_split_is_by_speech_seeded_and_disjoint(tmp_path):
     assert mod.split_speeches(files, 300, seed=2) != (lm, pre)
     with pytest.raises(Exception, match="lower --lm-words"):
         mod.split_speeches(files, 10**6, seed=1)
+
+
+def test_a_gz_output_name_is_refused_and_a_gz_corpus_is_an_existing_output(tmp_path, cache):
+    """lmlow writes plain text: `prepare --no-split --out x.txt.gz` and `vocab --out v.txt.gz`
+    wrote plain text under a name that every reader (lmlow's own) then refused as not gzip.
+    A corpus of SPLIT.txt.gz files was replaced by `prepare`/`unk` without --force (the plain
+    splits written beside it win), and `unk --force` kept an old OUT's prepare.json beside a
+    corpus made without one."""
+    import gzip
+
+    d = tmp_path / "c"
+    d.mkdir()
+    for s in ("train", "valid", "test"):
+        (d / f"{s}.txt").write_text("the senate of the union\nthe union\n")
+    raw = tmp_path / "raw.txt"
+    raw.write_text("The Senate met.\nThe union spoke.\nThe people voted.\n")
+    for args in (("prepare", raw, "--out", tmp_path / "x.txt.gz", "--no-split"),
+                 ("vocab", d, "--out", tmp_path / "v.txt.gz")):
+        r = lmlow(*args, cache=cache)
+        assert r.returncode == 1 and "lmlow writes plain text" in r.stderr, r.stderr
+    assert not list(tmp_path.glob("*.gz"))
+
+    gz = tmp_path / "gz"
+    gz.mkdir()
+    for s in ("train", "valid", "test"):
+        (gz / f"{s}.txt.gz").write_bytes(gzip.compress((d / f"{s}.txt").read_bytes()))
+    before = {p.name: p.read_bytes() for p in gz.iterdir()}
+    for args in (("prepare", raw, "--out", gz, "--valid", "1", "--test", "1", "--documents", "line"), ("unk", d, "--out", gz)):
+        r = lmlow(*args, cache=cache)
+        assert r.returncode == 1 and "--force" in r.stderr, r.stderr
+        assert {p.name: p.read_bytes() for p in gz.iterdir()} == before
+    r = lmlow("prepare", raw, "--out", gz, "--valid", "1", "--test", "1", "--documents", "line", "--force", cache=cache)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in gz.iterdir()) == ["prepare.json", "test.txt", "train.txt",
+                                                    "valid.txt"]
+    assert "prepare.json" in {p.name for p in gz.iterdir()}
+    r = lmlow("unk", d, "--out", gz, "--force", cache=cache)     # d was made without prepare
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in gz.iterdir()) == ["test.txt", "train.txt", "valid.txt"]
+    r = lmlow("prepare", raw, "--out", tmp_path / "inf", "--valid", "inf", cache=cache)
+    assert r.returncode == 2 and "--valid" in r.stderr and "Traceback" not in r.stderr

@@ -218,3 +218,28 @@ def test_the_words_alone_are_the_loaded_vectors_words_whatever_the_spacing(tmp_p
     dup = write(tmp_path, "d.txt", "the 1 2 3\nunion 1 2 3\nthe 4 5 6\n")
     with pytest.raises(LmlowError, match=re.escape("d.txt:3: duplicate word 'the' (first at line 1)")):
         vector_words(dup)
+
+
+def test_a_word_whose_only_neighbours_have_no_direction_is_said_so(tmp_path):
+    """It has a vector: "(no vector)" said otherwise."""
+    from lmlow.embeddings import format_neighbours
+
+    kv = load_vectors(write(tmp_path, "v.txt", "a 1 2 3\nb 0 0 0\n"))
+    result = {w: neighbours(kv, w) for w in ("a", "z")}
+    assert list(result["a"]) == [] and result["z"] == []    # the JSON stays a list
+    lines = format_neighbours(result).splitlines()
+    assert lines == ["a: (no other word's vector has a direction: no neighbours)", "z: (no vector)"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"hello 1 2\n", "Not a gzipped file"), (None, "Compressed file ended")])
+def test_a_vector_file_named_gz_that_is_not_gzip_is_one_line(tmp_path, content, message):
+    """Its format was sniffed with a bare readline: a BadGzipFile/EOFError traceback (and a
+    file without line breaks read whole into memory)."""
+    import gzip
+
+    f = tmp_path / "v.txt.gz"
+    f.write_bytes(content if content is not None else gzip.compress(GLOVE.encode())[:30])
+    for read in (load_vectors, vector_words):
+        with pytest.raises(LmlowError, match=rf"v.txt.gz:\d: cannot read \(.*{message}"):
+            read(f)

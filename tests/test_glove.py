@@ -244,3 +244,63 @@ def test_a_tool_dying_of_sigill_says_the_build_is_for_another_cpu(tmp_path):
                            "this CPU does not have: it was compiled for another CPU; rebuild "), line
     assert "`python tools/build_glove.py --force`" in line
     assert not out.exists() and not out.with_suffix(".npz").exists()
+
+
+def test_the_npz_beside_the_text_has_its_own_name(tmp_path):
+    """`--out w.npz` made the text and the .npz one temporary: the npz was written and the
+    command failed; `--out v.100d` and `--out v.200d` both wrote v.npz. Refused / OUT.npz."""
+    from gensim.models import KeyedVectors
+
+    from lmlow.errors import LmlowError
+    kv = KeyedVectors(2)
+    kv.add_vectors(["a", "b"], np.array([[1, 0], [0, 1]], dtype=np.float32))
+    for name in ("w.npz", "w.txt.gz", "w.bin"):
+        with pytest.raises(LmlowError, match=f"--out .*{name}"):
+            save_vectors(kv, tmp_path / name)
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "embed", str(PRETRAIN), "--out",
+                        str(tmp_path / "w.npz")], capture_output=True, text=True)
+    assert r.returncode == 1 and "name it NAME.txt" in r.stderr      # before any work
+    assert not list(tmp_path.iterdir())
+    assert save_vectors(kv, tmp_path / "v.100d") == [tmp_path / "v.100d", tmp_path / "v.100d.npz"]
+    assert save_vectors(kv, tmp_path / "v.txt") == [tmp_path / "v.txt", tmp_path / "v.npz"]
+
+
+def test_the_tools_name_for_unk_in_the_text_is_refused_at_its_line(tmp_path):
+    """The tools read a literal <unk> as <lmlow-text-unk>: a text holding that word got two
+    <unk> vectors (a file lmlow then refuses) and none for the word."""
+    from lmlow.errors import LmlowError
+    text = tmp_path / "t.txt"
+    text.write_text("the union <unk>\nthe senate <lmlow-text-unk>\n")
+    with pytest.raises(LmlowError, match=r"t.txt:2: the word <lmlow-text-unk>"):
+        train_glove([text], GloveConfig(dim=4, epochs=1, threads=1, min_count=1),
+                    show_progress=False)
+
+
+def test_a_stop_between_the_two_renames_waits_for_the_second(tmp_path, monkeypatch):
+    """SIGTERM (lmlow.errors.request_stop) right after the .npz was renamed used to block the
+    text's rename: a new .npz beside the old text. The pair is renamed whole, then the
+    command ends as terminated; a stop before the renames commits neither."""
+    import lmlow.errors as errors
+    from gensim.models import KeyedVectors
+
+    monkeypatch.setattr(errors, "_stop_requested", False)      # restored after the test
+    old, new = KeyedVectors(2), KeyedVectors(2)
+    old.add_vectors(["a", "b"], np.array([[1, 0], [0, 1]], dtype=np.float32))
+    new.add_vectors(["a", "b"], np.array([[5, 5], [6, 6]], dtype=np.float32))
+    out = tmp_path / "v.txt"
+    save_vectors(old, out)
+    real = os.replace
+
+    def stopped_after_first(src, dst):
+        real(src, dst)
+        errors.request_stop()                 # the signal handler, between two renames
+    monkeypatch.setattr(os, "replace", stopped_after_first)
+    with pytest.raises(errors.Terminated):
+        save_vectors(new, out, force=True)
+    monkeypatch.setattr(os, "replace", real)
+    for f in (out, tmp_path / "v.npz"):
+        np.testing.assert_array_equal(load_vectors(f)["b"], [6, 6])
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(errors.Terminated):    # stopped before: nothing committed
+        save_vectors(old, out, force=True)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

@@ -202,3 +202,32 @@ def test_a_name_with_glob_characters_clears_only_its_own_temporaries(tmp_path):
     ours.write_text("half\n")
     assert remove_stale_stages(tmp_path, ["a[1].txt"]) == [ours]
     assert theirs.read_text() == "the user's\n" and not ours.exists()
+
+
+def test_a_stop_between_two_renames_still_renames_the_whole_corpus(tmp_path, monkeypatch):
+    """SIGTERM (lmlow.errors.request_stop) after the first of the four renames left a new
+    prepare.json beside the old splits (each rename checked for a stop). The corpus is
+    renamed whole, then the command ends as terminated."""
+    import json
+    import os
+
+    import lmlow.errors as errors
+
+    monkeypatch.setattr(errors, "_stop_requested", False)      # restored after the test
+    out = tmp_path / "c"
+    prepare([SPEECHES], out, valid=1, test=1, documents="line", show_progress=False)
+    real, renamed = os.replace, []
+
+    def stopped_after_first(src, dst):
+        real(src, dst)
+        renamed.append(dst)
+        errors.request_stop()
+    monkeypatch.setattr(os, "replace", stopped_after_first)
+    with pytest.raises(errors.Terminated):
+        prepare([SPEECHES], out, tokenizer="spacy", norm=Normalisation.ptb(), valid=1, test=1,
+                documents="line", force=True, show_progress=False)
+    monkeypatch.setattr(os, "replace", real)
+    assert len(renamed) == 4
+    assert json.loads((out / "prepare.json").read_text())["tokenizer"] == "spacy"
+    first = (out / "train.txt").read_text(encoding="utf-8").split("\n", 1)[0]
+    assert first == first.lower()                        # the ptb splits, not the old ones

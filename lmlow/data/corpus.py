@@ -366,7 +366,10 @@ def write_unk_corpus(path: Path, out: Path, force: bool = False, **reading) -> d
     if out.resolve() == Path(path).resolve():
         raise LmlowError(f"{out}: --out must differ from the corpus folder")
     preparation = corpus_preparation(path)       # the text is the same text, read with <unk>
-    with staged_outputs(out, [f"{s}.txt" for s in SPLITS] + [PREPARATION], force) as stage:
+    # the record only where the corpus has one, and no gzipped split (plain ones win): an old
+    # OUT of another corpus keeps neither beside the new splits
+    with staged_outputs(out, [f"{s}.txt" for s in SPLITS], force,
+                        optional=[PREPARATION] + [f"{s}.txt.gz" for s in SPLITS]) as stage:
         corpus, _ = read_corpus(path, **reading)
         stats = corpus.write_unk_replaced(stage)
         if preparation:

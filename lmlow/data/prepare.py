@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import typing
@@ -24,9 +25,10 @@ from lmlow.data.textio import decode_line, iter_lines, numbered_lines, open_bina
 from lmlow.config import SEED_RANGE, check_values, setting
 from lmlow.data.tokenize import (TOKENIZERS, Normalisation, make_tokenizer, preparation_record,
                                   recorded_tokenisation)
-from lmlow.errors import LmlowError
+from lmlow.errors import CommitGroup, LmlowError
 from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder,
-                         refuse_overwrite, remove_if_empty, remove_stale_stages)
+                         refuse_compressed, refuse_overwrite, remove_if_empty,
+                         remove_stale_stages)
 from lmlow.progress import progress
 
 DOC_MODES = ("auto", "file", "blank", "line")
@@ -38,7 +40,7 @@ def parse_size(value: str) -> float | int:
         x = float(value)
     except ValueError:
         raise LmlowError(f"split size {value!r} is neither a fraction nor a token count") from None
-    if x < 0 or (x >= 1 and x != int(x)):
+    if not math.isfinite(x) or x < 0 or (x >= 1 and x != int(x)):     # inf: int() overflowed
         raise LmlowError(f"split size {value!r} must be a fraction in [0, 1) or a whole token count")
     return x if x < 1 else int(x)
 
@@ -196,9 +198,12 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
             raise LmlowError(f"{path}: no such file or folder")
     if no_split and out.is_dir():
         raise LmlowError(f"{out}: is a folder; --no-split writes one file")
+    if no_split:
+        refuse_compressed(out)
     if not no_split and out.exists() and not out.is_dir():
         raise LmlowError(f"{out}: exists and is not a folder")
-    targets = [out] if no_split else [out / f"{s}.txt" for s in SPLITS] + [out / PREPARATION]
+    targets = [out] if no_split else ([out / f"{s}.txt" for s in SPLITS] + [out / PREPARATION]
+                                      + [out / f"{s}.txt.gz" for s in SPLITS])   # a .gz corpus too
     refuse_overwrite(targets, force)
     excluded = _line_hashes(exclude)
     folder = out.parent if no_split else out
@@ -329,21 +334,34 @@ def assign_splits(doc_tokens: list[int], valid, test, seed: int,
 
 def _copy_splits(scratch, docs: Documents, assignment, out: Path, report: PrepareReport,
                  preparation: dict) -> None:
-    """The three splits and the preparation record appear together, or none changes."""
+    """The three splits and the preparation record appear together, or none changes (a stop
+    between two renames waits for the rest: :class:`CommitGroup`); old ``SPLIT.txt.gz`` splits
+    (refused without --force) go once the new splits are in place, as the splits they were."""
     counts = {split: [0, 0] for split in SPLITS}          # documents, tokens
-    with ExitStack() as stack:
-        tmp = {s: stack.enter_context(atomic_path(out / f"{s}.txt")) for s in SPLITS}
-        record = stack.enter_context(atomic_path(out / PREPARATION))
-        record.write_text(json.dumps(preparation, indent=2) + "\n", encoding="utf-8")
-        with ExitStack() as files, open(scratch, "rb") as src:
-            handles = {s: files.enter_context(open(tmp[s], "wb")) for s in SPLITS}
-            for start, end, ntok, split in zip(docs.starts, docs.ends, docs.tokens, assignment):
-                src.seek(start)
-                handles[split].write(src.read(end - start))
-                counts[split][0] += 1
-                counts[split][1] += ntok
+    with CommitGroup() as commit:
+        with ExitStack() as stack:
+            tmp = {s: stack.enter_context(atomic_path(out / f"{s}.txt")) for s in SPLITS}
+            record = stack.enter_context(atomic_path(out / PREPARATION))
+            record.write_text(json.dumps(preparation, indent=2) + "\n", encoding="utf-8")
+            with ExitStack() as files, open(scratch, "rb") as src:
+                handles = {s: files.enter_context(open(tmp[s], "wb")) for s in SPLITS}
+                for start, end, ntok, split in zip(docs.starts, docs.ends, docs.tokens,
+                                                   assignment):
+                    src.seek(start)
+                    handles[split].write(src.read(end - start))
+                    counts[split][0] += 1
+                    counts[split][1] += ntok
+            commit.begin()
+        _remove_gz_splits(out)                  # once the new splits are in place
     for s in SPLITS:
         report.splits[s] = _summary(*counts[s], out / f"{s}.txt")
+
+
+def _remove_gz_splits(out: Path) -> None:
+    """The gzipped splits of a corpus replaced with --force (plain splits win where both are,
+    so they would stay as unused files beside the new ones)."""
+    for s in SPLITS:
+        (out / f"{s}.txt.gz").unlink(missing_ok=True)
 
 
 def _summary(documents: int, tokens: int, path: Path) -> dict:
