@@ -656,8 +656,12 @@ def defaults(preset: str | None) -> dict:
 def build_config(preset: str | None = None, file: Path | None = None, **overrides) -> Config:
     """Defaults <- preset <- config file <- explicit overrides (CLI flags), then validated."""
     from_file = read_settings(file) if file is not None else {}
+    if preset is None and from_file.get("preset") not in (None, *PRESETS):
+        raise LmlowError(f"{file}: preset = {from_file['preset']!r}: choose one of "
+                         f"{', '.join(PRESETS)}")
+    # --preset wins over the file's preset, for the values and for the name recorded
     values = defaults(preset or from_file.get("preset"))
-    values.update(from_file)
+    values.update({k: v for k, v in from_file.items() if k != "preset" or preset is None})
     given = {k: v for k, v in overrides.items() if v is not None}
     values.update(given)
     try:

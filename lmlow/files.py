@@ -53,6 +53,14 @@ def temporaries_of(path: Path) -> list[Path]:
     return list(path.parent.glob(glob.escape(path.name) + ".tmp[0-9]*"))
 
 
+def refuse_link_folder(path: Path) -> None:
+    """A folder lmlow keeps its files in (a sweep's ``logs``) must not be a symbolic link:
+    its files would land where it points."""
+    if os.path.islink(path):
+        raise LmlowError(f"{path}: a symbolic link where lmlow keeps its own folder; lmlow "
+                         "does not write through links: remove it")
+
+
 def refuse_link(path: Path) -> None:
     """A name lmlow writes in a folder it may not have made must not be a symbolic link (a
     write would go where it points: `.lock -> /etc/passwd`) or anything but a regular file."""

@@ -108,8 +108,17 @@ def _run(cmd: list[str]) -> str:
 # --------------------------------------------------------------------------- the queue
 
 def jobs(out: Path) -> list[dict]:
+    """The job arrays submitted (``slurm/jobs.json``); one line naming the file if a row is
+    not what lmlow writes (a KeyError or TypeError in --status, a new submission, --cancel)."""
     f = SweepDir(out).jobs_file
-    return read_json(f, rows=True) if f.exists() else []
+    rows = read_json(f, rows=True) if f.exists() else []
+    for row in rows:
+        if not (isinstance(row.get("job"), (str, int)) and not isinstance(row["job"], bool)
+                and isinstance(row.get("runs"), str) and "/" not in row["runs"]
+                and row["runs"] not in ("", ".", "..")):
+            raise LmlowError(f"{f}: {str(row)[:60]} is not a submitted job as lmlow records one "
+                             "(job, runs file); damaged or edited?")
+    return rows
 
 
 def queued(out: Path) -> dict[str, dict]:
@@ -133,20 +142,26 @@ def queued(out: Path) -> dict[str, dict]:
 
 # --------------------------------------------------------------------------- submitting
 
+TIME_FORMAT = re.compile(r"(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?")
+
+
 def minutes(limit: str) -> float | None:
-    """A SLURM time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) in minutes."""
-    try:
-        days, _, rest = limit.rpartition("-")
-        parts = [float(x) for x in rest.split(":")]
-        if days:
-            h, m, sec = (parts + [0, 0])[:3]
-            return float(days) * 1440 + h * 60 + m + sec / 60
-        if len(parts) == 3:
-            return parts[0] * 60 + parts[1] + parts[2] / 60
-        return parts[0] + (parts[1] / 60 if len(parts) == 2 else 0)
-    except ValueError:
-        raise OutOfRange("time", limit, str(limit), "not a SLURM time limit (MM, HH:MM:SS or "
-                         "D-HH:MM:SS)") from None
+    """A SLURM time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) in minutes; None
+    for UNLIMITED/INFINITE. Anything else (-5, 1:2:3:4, 1e3, nan) is refused here, not by
+    sbatch after the script was written (it was written with them)."""
+    text = str(limit).strip()
+    if text.upper() in ("UNLIMITED", "INFINITE"):
+        return None
+    m = TIME_FORMAT.fullmatch(text)
+    if not m:
+        raise OutOfRange("time", limit, str(limit), "not a SLURM time limit (MM, MM:SS, "
+                         "HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED)")
+    d, dh, dm, ds, a, b, c = (int(x) if x else 0 for x in m.groups())
+    if m.group(1) is not None:
+        return d * 1440 + dh * 60 + dm + ds / 60
+    if m.group(7) is not None:                          # HH:MM:SS
+        return a * 60 + b + c / 60
+    return a + b / 60                                   # MM or MM:SS
 
 
 def grace(opts: SlurmOptions) -> int:
@@ -198,6 +213,9 @@ def job_script(out: Path, runs_file: Path, n: int, opts: SlurmOptions) -> str:
     task = [*LMLOW, "sweep-task", str(out), str(runs_file.resolve()), "--gpus", str(opts.gpus_per_run)]
     if opts.cpus_per_run:
         task += ["--threads", str(opts.cpus_per_run)]
+    # the plan's corpus and vectors are as given (relative, often): from the folder the sweep
+    # was planned in, whichever folder the script is submitted from (--chdir, by hand)
+    lines.append(f"cd {shlex.quote(os.getcwd())}")
     lines.append(f'exec {shlex.join(task)} "$SLURM_ARRAY_TASK_ID"')
     return "\n".join(lines) + "\n"
 
@@ -301,9 +319,7 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
         cmd += ["--threads", str(threads)]
     if gpus > 1:
         cmd += ["--nproc", str(gpus)]
-    log = SweepDir(out).log(run.folder)
-    log.parent.mkdir(exist_ok=True)
-    with open(log, "a") as f:
+    with SweepDir(out).open_log(run.folder) as f:
         f.write(f"== slurm task {job} on {socket.gethostname()} at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
                 f"{shlex.join(cmd)}\n")
         f.flush()

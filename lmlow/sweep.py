@@ -222,6 +222,13 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
         if configurations and all(ignored_by(arch, key, value) for *_, arch in configurations):
             raise LmlowError(f"--{key} {value}: only --arch {ARCH_ONLY[key]} has it, and "
                              f"no run of this grid is one; leave it out")
+    named: dict[str, dict] = {}
+    for name, own, *_ in configurations:  # --values 1,01; two vectors files of one name
+        if name in named:
+            raise LmlowError(f"{grid_name}: two runs would share the folder {name}.seedN "
+                             f"({named[name]} and {own}); give each a different value or "
+                             "file name")
+        named[name] = own
     for name, own, labels, arch in configurations:
         check_run_name(name, out)
         # a flag only one backbone reads goes to that backbone's runs (build_config refuses it
@@ -266,6 +273,9 @@ def _flag(key: str, value) -> list[str]:
 def command(run: Run, out: Path, lmlow: list[str]) -> list[str] | None:
     """The ``lmlow train`` command for a run: new, resumed, or None when finished."""
     folder = RunDir(out / run.folder)
+    if folder.path.is_symlink():      # trained through it, with --force, into where it points
+        raise LmlowError(f"{folder.path}: a symbolic link where the sweep keeps a run folder; "
+                         "lmlow does not write through links: remove it")
     if folder.finished or folder.locked_by():     # done, or being trained by another process
         return None
     if folder.last.exists():
@@ -306,9 +316,35 @@ def as_started(run: Run, out: Path) -> Run:
         raise LmlowError(f"{folder.path}: this run was trained with {k} = {have[k]!r}, the sweep "
                          f"plans {k} = {planned.get(k)!r}; give it another output folder "
                          "(--out), or move that run folder away to train it again")
+    refuse_other_places(folder, have, planned)
     kept = {k: have[k] for k in RESUME_CHANGES if have.get(k) != planned.get(k)
             and (folder.finished or run.settings.get(k) is None)}
     return Run(run.name, {**run.settings, **kept}, run.seed, run.labels)
+
+
+def refuse_other_places(folder: RunDir, have: dict, planned: dict) -> None:
+    """A corpus or vectors file at another path is the same run only if it holds the same
+    files (a moved corpus): a sweep that plans other text or other vectors for a started or
+    finished run would mix two experiments in one table with nothing said. Checked against
+    the fingerprints the run recorded (data.json), only where the path differs."""
+    from lmlow.data.corpus import file_fingerprint, fingerprint
+
+    def moved(key: str, recorded: str | None) -> bool:
+        return bool(planned.get(key) and recorded
+                    and Path(planned[key]).resolve() != Path(recorded).resolve())
+
+    hint = "give it another output folder (--out), or move that run folder away to train it again"
+    if folder.data_file.exists() and moved("corpus", have.get("corpus")):
+        want, got = folder.recorded_fingerprint(), fingerprint(Path(planned["corpus"]))
+        bad = [s for s in want if want[s] != got.get(s)]
+        if bad:
+            raise LmlowError(f"{folder.path}: this run was trained on another corpus than "
+                             f"{planned['corpus']} (its {bad[0]}.txt differs); {hint}")
+    read = folder.recorded_vectors()
+    if read and moved("embeddings", read["path"]):
+        if file_fingerprint(Path(planned["embeddings"]))["sha256"] != read["sha256"]:
+            raise LmlowError(f"{folder.path}: this run read other vectors than "
+                             f"{planned['embeddings']} (sha256 in its data.json); {hint}")
 
 
 def refuse_lost_checkpoint(folder: RunDir) -> None:
@@ -381,10 +417,26 @@ def _plan_row(row: dict, plan: Path) -> Run:
     and types are the check (as a config file's against Config's); a missing field is Run's
     TypeError."""
     try:
-        return Run(**check_settings(row, plan, Run))
+        run = Run(**check_settings(row, plan, Run))
+        check_run_name(run.folder, plan.parent)     # a folder inside the sweep, and no other
     except (LmlowError, TypeError):
         raise LmlowError(f"{plan}: {json.dumps(row)[:80]} is not a run as lmlow plans one "
                          "(name, settings, seed, labels); edited or damaged?") from None
+    return run
+
+
+def read_outcome(path: Path) -> dict | None:
+    """A SLURM task's outcome (``slurm/outcomes/RUN.json``), None if there is none; one line
+    naming the file if it is not what lmlow writes (a TypeError or KeyError in --status)."""
+    if not path.exists():
+        return None
+    data = read_json(path)
+    if not (isinstance(data, dict) and isinstance(data.get("exit"), int)
+            and not isinstance(data["exit"], bool) and isinstance(data.get("job"), str)
+            and isinstance(data.get("node"), str)):
+        raise LmlowError(f"{path}: not a task outcome as lmlow writes one (job, node, exit); "
+                         "damaged or edited? delete it")
+    return data
 
 
 def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
@@ -412,16 +464,26 @@ def execute(runs: list[Run], out: Path, jobs: int, threads: int | None = None,
     # SIGTERM or SIGINT to the sweep: no new run starts, and it ends (143 or 130) once its
     # trainings have stopped (before, a `kill` ended the sweep alone and left them running)
     with caught_signals(pass_on) as stop:
-        while (todo and not stop) or active:
-            while todo and not stop and len(active) < jobs:
-                started = _start(todo.pop(0), sweep, per_job, env, log)
-                (results if len(started) == 2 else active).append(started)
-            time.sleep(0.5)
-            if stop:       # also a training started while the signal was being handled
-                pass_on()
-            for item in [a for a in active if a[1].poll() is not None]:
-                active.remove(item)
-                results.append((item[0], _ended(*item, sweep, per_job, log)))
+        try:
+            while (todo and not stop) or active:
+                while todo and not stop and len(active) < jobs:
+                    started = _start(todo.pop(0), sweep, per_job, env, log)
+                    (results if len(started) == 2 else active).append(started)
+                time.sleep(0.5)
+                if stop:       # also a training started while the signal was being handled
+                    pass_on()
+                for item in [a for a in active if a[1].poll() is not None]:
+                    active.remove(item)
+                    results.append((item[0], _ended(*item, sweep, per_job, log)))
+        except BaseException:
+            # an error starting or scoring one run (a log it cannot open, a full disk): the
+            # trainings still running save and stop before the sweep ends with it (they
+            # went on alone, orphaned, and finished unscored)
+            pass_on()
+            for _, proc, logf in active:
+                proc.wait()
+                logf.close()
+            raise
     if stop:
         name = signal.Signals(stop[0]).name
         raise Interrupted(f"{name}: the running trainings saved their state and stopped, no "
@@ -440,8 +502,7 @@ def _start(run: Run, sweep: SweepDir, per_job: int, env: dict, log):
         return run, 0 if done else ELSEWHERE
     if "--resume" not in cmd and not run.settings.get("threads"):
         cmd += ["--threads", str(per_job)]    # the sweep's share, unless it gave one
-    sweep.logs.mkdir(exist_ok=True)
-    logf = open(sweep.log(run.folder), "a")
+    logf = sweep.open_log(run.folder)
     log(f"start {run.folder}")
     return run, subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env), logf
 
@@ -545,8 +606,7 @@ def _status_row(sweep: SweepDir, folder: str, in_queue: dict) -> dict:
     metrics = run.metrics() if run.last.exists() or run.finished else []
     if metrics:
         row["progress"] = progress(metrics)
-    outcome = sweep.outcome(folder)
-    ended = read_json(outcome) if outcome.exists() else None
+    ended = read_outcome(sweep.outcome(folder))
     if run.finished:
         ppl = run.summary().get("best_valid_ppl")
         row.update(state="finished", detail=f"best valid ppl {ppl:.2f}" if ppl else "")
@@ -556,9 +616,12 @@ def _status_row(sweep: SweepDir, folder: str, in_queue: dict) -> dict:
                    detail=q["reason"] if q["state"] == "pending" else "")
     elif (holder := run.locked_by()):
         row.update(state="running", detail=f"outside this sweep's jobs: {holder}")
-    elif ended and ended["exit"] > 0 and ended["exit"] not in (130, 143):   # not a signal
+    elif ended and ended["exit"] not in (0, 130, 143):   # 130, 143: stopped by lmlow, saved
+        code = ended["exit"]          # below 0: killed by a signal it could not handle
+        said = (f"killed by {signal.Signals(-code).name}" if code < 0 and -code in
+                signal.valid_signals() else f"exit {code}")
         row.update(state="failed", job=ended["job"], node=ended["node"],
-                   detail=f"exit {ended['exit']}: " + " | ".join(sweep.log_tail(folder)))
+                   detail=f"{said}: " + " | ".join(sweep.log_tail(folder)))
     elif run.last.exists():
         row.update(state="stopped", detail="resumable: run the sweep command again")
     elif held := run.lost_checkpoint():

@@ -55,6 +55,15 @@ class SweepDir:
     def log(self, folder: str) -> Path:
         return self.logs / f"{folder}.log"
 
+    def open_log(self, folder: str):
+        """A run's log, opened for appending: made if need be, never through a symbolic
+        link (of the log, or of the logs folder: the run's output went where they pointed)."""
+        from lmlow.files import open_own, refuse_link_folder
+
+        refuse_link_folder(self.logs)
+        self.logs.mkdir(exist_ok=True)
+        return open_own(self.log(folder), "a")
+
     def run(self, folder: str) -> RunDir:
         return RunDir(self.path / folder)
 

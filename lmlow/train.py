@@ -339,7 +339,14 @@ class Trainer:
             "init_report": self.init_report,
         }
 
+    RESUME_STATE = ("model", "state", "optimizer", "rng", "ranks", "hidden")
+
     def _restore(self, ck: dict) -> None:
+        missing = [k for k in self.RESUME_STATE if k not in ck]
+        if missing:           # a best.pt copied over a lost last.pt: a KeyError traceback
+            raise LmlowError(f"{self.rundir.last}: a checkpoint without the training state "
+                             f"({', '.join(missing)}), as best.pt is; a run resumes only from "
+                             "the last.pt it saved")
         require_processes(ck, self.rundir.last, self.world.size)
         if ck["hidden"] is not None:        # before anything is written (metrics truncated)
             self._check_state_format(ck["hidden"])
@@ -859,6 +866,10 @@ def _resume(run_dir: Path, quiet: bool, corpus: Path | None, changes: dict,
             if moved:            # recorded once the resumed run is known to start
                 run.record_corpus(*moved)
             cfg.save(run.config, trainer.init_report)
+            # a finished run trained further is no longer what its summary says: killed, it
+            # read as finished (best.pt newer than the numbers reports took); written anew
+            # when it ends
+            run.summary_file.unlink(missing_ok=True)
         return _finish(trainer)
 
 

@@ -1,0 +1,198 @@
+"""A sweep folder and its runs as lmlow trusts them: no table that mixes corpora or vectors,
+no two runs in one folder, no write through a link or outside the sweep, a run trained
+further no longer finished, damaged records named, and a failing sweep stops its trainings."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import lmlow
+
+from lmlow.errors import LmlowError
+
+GRID = """
+[runs.standard]
+tie = true
+"""
+
+
+def one_line_error(r, *words):
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
+@pytest.fixture
+def swept(speech_corpus, tmp_path):
+    """A finished one-run sweep (seed 1) and the command that made it."""
+    (tmp_path / "g.toml").write_text(GRID)
+    args = ["sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", tmp_path / "s",
+            "--preset", "tiny", "--max-steps", "5", "--max-epochs", "1", "--threads", "1"]
+    r = lmlow(*args)
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "s", args
+
+
+def test_a_sweep_that_plans_another_corpus_for_a_run_it_has_is_refused(swept, speech_corpus,
+                                                                        tmp_path):
+    """The same --out with another corpus (a different train.txt under another path) was
+    accepted as 'the corpus moved': the new seeds trained on it and one table mixed both."""
+    out, args = swept
+    other = tmp_path / "other"
+    shutil.copytree(speech_corpus, other)
+    with open(other / "train.txt", "a") as f:
+        f.write("one more line of text\n")
+    plan = (out / "sweep.json").read_bytes()
+    r = lmlow(*[other if a == speech_corpus else a for a in args], "--seeds", "1,2")
+    one_line_error(r, "standard.seed1", "another corpus", "train.txt differs")
+    assert (out / "sweep.json").read_bytes() == plan and not (out / "standard.seed2").exists()
+    moved = tmp_path / "moved"                   # the same files elsewhere: the same run
+    shutil.copytree(speech_corpus, moved)
+    r = lmlow(*[moved if a == speech_corpus else a for a in args], "--dry-run")
+    assert r.returncode == 0, r.stderr
+
+
+def test_two_runs_that_would_share_a_folder_are_refused(tmp_path):
+    from lmlow.sweep import plan
+
+    with pytest.raises(LmlowError, match="share the folder standard.K1.seedN"):
+        plan(tmp_path, tmp_path / "s", "unk", [1], "tiny", [], ["1", "01"], {})
+    a, b = tmp_path / "a" / "v.txt", tmp_path / "b" / "v.txt"
+    with pytest.raises(LmlowError, match="share the folder standard.v.seedN"):
+        plan(tmp_path, tmp_path / "s", "pretrain", [1], "tiny", [str(a), str(b)], None, {})
+
+
+def test_no_write_through_a_link_and_no_run_outside_the_sweep(swept, tmp_path):
+    """A run's log that is a link took the training's output (appended to the file it
+    pointed to); a run folder that is a link was trained through with --force; a plan row
+    named ../escape trained a run outside the sweep folder."""
+    out, args = swept
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (out / "logs" / "standard.seed2.log").symlink_to(victim)
+    one_line_error(lmlow(*args, "--seeds", "2"), "standard.seed2.log", "symbolic link")
+    assert victim.read_text() == "precious\n"
+    (out / "logs" / "standard.seed2.log").unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("mine\n")
+    (out / "standard.seed3").symlink_to(elsewhere)
+    one_line_error(lmlow(*args, "--seeds", "3"), "standard.seed3", "symbolic link")
+    assert [p.name for p in elsewhere.iterdir()] == ["notes.txt"]
+    (out / "standard.seed3").unlink()
+    plan = json.loads((out / "sweep.json").read_text())
+    (out / "sweep.json").write_text(json.dumps([{**plan[0], "name": "../escape"}]))
+    one_line_error(lmlow("sweep", out, "--status"), "sweep.json", "not a run as lmlow plans")
+
+
+def test_a_finished_run_trained_further_is_not_finished_until_it_ends(swept):
+    """Killed while training past its old budget, it kept its summary.json: reports took it
+    as finished (its best.pt newer than the numbers), and the sweep planned nothing for it."""
+    out, _ = swept
+    run = out / "standard.seed1"
+    assert (run / "summary.json").exists()
+    proc = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "train", "--resume", str(run),
+                             "--max-steps", "1000000", "--threads", "1", "--quiet"],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while (run / "summary.json").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 143, proc.stderr.read()
+    assert not (run / "summary.json").exists() and (run / "last.pt").exists()
+    r = lmlow("sweep", out, "--status")
+    assert r.returncode == 0 and "stopped" in r.stdout, r.stdout
+
+
+def test_resuming_from_a_checkpoint_without_the_training_state_is_one_line(swept):
+    """best.pt copied over a lost last.pt: a KeyError traceback."""
+    run = swept[0] / "standard.seed1"
+    shutil.copy(run / "best.pt", run / "last.pt")
+    one_line_error(lmlow("train", "--resume", run, "--max-steps", "50"),
+                   "last.pt: a checkpoint without the training state")
+
+
+def test_damaged_slurm_records_are_named_and_a_killed_task_is_failed(swept):
+    """--status on an outcome or jobs.json lmlow did not write was a TypeError/KeyError; a
+    task whose training was SIGKILLed (the OOM killer) read as 'stopped, resumable'."""
+    from lmlow import slurm
+    from lmlow.sweep import status
+    from lmlow.sweepdir import SweepDir
+
+    out, _ = swept
+    sweep = SweepDir(out)
+    (out / "standard.seed1" / "summary.json").unlink()     # a run that is not finished
+    sweep.outcome("standard.seed1").parent.mkdir(parents=True)
+    sweep.outcome("standard.seed1").write_text(json.dumps(
+        {"job": "7_0", "node": "n1", "exit": -9, "finished": False}))
+    row = status(out, {})[0]
+    assert row["state"] == "failed" and row["detail"].startswith("killed by SIGKILL"), row
+    for damaged in ({"exit": "x"}, {"exit": 3}):
+        sweep.outcome("standard.seed1").write_text(json.dumps(damaged))
+        with pytest.raises(LmlowError, match="not a task outcome as lmlow writes one"):
+            status(out, {})
+    for rows in ([{"job": "1"}], [{"job": "1", "runs": 5}], [{"job": "1", "runs": "../x"}]):
+        sweep.jobs_file.write_text(json.dumps(rows))
+        with pytest.raises(LmlowError, match="jobs.json: .* not a submitted job"):
+            slurm.jobs(out)
+
+
+@pytest.mark.parametrize("limit", ["-5", "1:2:3:4", "1e3", "nan", "-1-00:00:00"])
+def test_a_malformed_time_limit_is_refused_before_the_script(limit):
+    from lmlow.config import OutOfRange
+    from lmlow.slurm import minutes
+
+    with pytest.raises(OutOfRange):
+        minutes(limit)
+
+
+def test_the_job_script_runs_where_the_plan_was_made(tmp_path, monkeypatch):
+    """The plan keeps the corpus as given (relative, often): a script submitted from another
+    folder (--chdir, or by hand) trained no run ("no such corpus folder")."""
+    import shlex
+
+    from lmlow.slurm import SlurmOptions, job_script, minutes
+
+    assert minutes("UNLIMITED") is None and minutes("1-02:30") == 1590
+    monkeypatch.chdir(tmp_path)
+    script = job_script(tmp_path / "s", tmp_path / "s" / "runs.txt", 2, SlurmOptions())
+    lines = script.splitlines()
+    assert lines[-2] == f"cd {shlex.quote(str(tmp_path))}" and lines[-1].startswith("exec ")
+
+
+def test_a_sweep_that_fails_on_one_run_stops_the_others_it_started(speech_corpus, tmp_path):
+    """An error starting the second run (its log cannot be opened) ended the sweep and left the
+    first training running alone, orphaned."""
+    (tmp_path / "g.toml").write_text(GRID + "\n[runs.untied]\ntie = false\n")
+    out = tmp_path / "s"
+    (out / "logs" / "untied.seed1.log").mkdir(parents=True)
+    r = lmlow("sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", out, "--preset",
+              "tiny", "--max-steps", "1000000", "--threads", "1", "--jobs", "2")
+    assert r.returncode == 1 and "untied.seed1.log" in r.stderr, r.stderr
+    left = subprocess.run(["pgrep", "-f", "--", f"--out {out}/standard.seed1"], capture_output=True,
+                          text=True).stdout.split()
+    assert not left, "the first training still runs"
+    if (out / "standard.seed1" / "last.pt").exists():      # stopped after its setup: saved
+        assert not (out / "standard.seed1" / "summary.json").exists()
+
+
+def test_a_config_files_preset_gives_way_to_the_flag_and_an_unknown_one_names_the_file(
+        speech_corpus, tmp_path):
+    (tmp_path / "c.toml").write_text('preset = "small"\n')
+    run = tmp_path / "r"
+    r = lmlow("train", speech_corpus, "--out", run, "--preset", "tiny", "--config",
+              tmp_path / "c.toml", "--max-steps", "2", "--threads", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    from lmlow.config import PRESETS
+
+    cfg = json.loads((run / "config.json").read_text())
+    assert cfg["preset"] == "tiny" and cfg["emb_size"] == PRESETS["tiny"]["emb_size"]
+    assert PRESETS["tiny"]["emb_size"] != PRESETS["small"]["emb_size"]
+    (tmp_path / "n.toml").write_text('preset = "nope"\n')
+    one_line_error(lmlow("train", speech_corpus, "--out", tmp_path / "n", "--config",
+                         tmp_path / "n.toml"), "n.toml: preset = 'nope'")
