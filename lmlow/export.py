@@ -132,9 +132,7 @@ def export(run, out: Path, force: bool = False) -> dict:
     import torch.export
 
     out = Path(out)
-    from lmlow.runs import InterpolatedRun
-
-    if isinstance(run, InterpolatedRun):
+    if hasattr(run, "a") and hasattr(run, "b"):      # lmlow.interpolate's mixture (runs.py)
         raise LmlowError("a mixture of two runs is not one model file: export the LSTM run, "
                          "and use the n-gram run's model.bin beside it")
     model = getattr(run, "model", None)

@@ -431,6 +431,23 @@ def remove_if_owner_gone(paths) -> list[Path]:
     return gone
 
 
+def file_digest(path: Path) -> str:
+    """A file's sha256, read in 4 MiB blocks."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def file_fingerprint(path: Path) -> dict:
+    """A file's name, size and sha256 (a corpus split, a run's vectors)."""
+    path = Path(path)
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": file_digest(path)}
+
+
 def refuse_compressed(path: Path, flag: str = "--out") -> None:
     """A text output named ``*.gz``: lmlow writes plain text, which every reader of ``.gz``
     (lmlow's own among them) then refuses as not gzip; refused before any work."""

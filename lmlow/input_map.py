@@ -124,7 +124,7 @@ def run_vectors(cfg: Config, words: list[str], flag: str = "--map-unseen-inputs"
         raise LmlowError(f"{path}: the run's --embeddings file is not there; "
                          f"{flag} needs the vectors it was initialised from")
     if recorded is not None:
-        from lmlow.data.corpus import file_fingerprint
+        from lmlow.files import file_fingerprint
 
         got = file_fingerprint(path)["sha256"]
         if got != recorded["sha256"]:

@@ -113,7 +113,8 @@ class RunDir:
         unless given), and the vectors the run read (``vectors``: their path and fingerprint,
         so that a report can tell a table whose runs read different files of one name, e.g.
         vectors rebuilt on another machine); return the corpus's absolute path."""
-        from lmlow.data.corpus import file_fingerprint, fingerprint as fingerprint_of
+        from lmlow.data.corpus import fingerprint as fingerprint_of
+        from lmlow.files import file_fingerprint
 
         corpus = Path(corpus).resolve()
         read = {"path": str(Path(vectors).resolve()), **file_fingerprint(vectors)} if vectors else None

@@ -327,7 +327,8 @@ def refuse_other_places(folder: RunDir, have: dict, planned: dict) -> None:
     files (a moved corpus): a sweep that plans other text or other vectors for a started or
     finished run would mix two experiments in one table with nothing said. Checked against
     the fingerprints the run recorded (data.json), only where the path differs."""
-    from lmlow.data.corpus import file_fingerprint, fingerprint
+    from lmlow.data.corpus import fingerprint
+    from lmlow.files import file_fingerprint
 
     def moved(key: str, recorded: str | None) -> bool:
         return bool(planned.get(key) and recorded

@@ -23,7 +23,8 @@ import numpy as np
 from lmlow.data.textio import iter_lines
 from lmlow.data.vocab import Vocabulary, build_vocabulary, fixed_vocabulary, read_word_list
 from lmlow.errors import LmlowError
-from lmlow.files import atomic_path, atomic_write_json, atomic_write_text, read_json, staged_outputs
+from lmlow.files import (atomic_path, atomic_write_json, atomic_write_text, file_digest,
+                         file_fingerprint, read_json, staged_outputs)
 from lmlow.progress import progress
 
 SPLITS = ("train", "valid", "test")
@@ -125,12 +126,6 @@ def _digest(data) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _warn_damaged(path: Path, reason: str) -> None:
@@ -182,7 +177,7 @@ def encode_file(path: Path, vocab: Vocabulary, show_progress: bool = True) -> En
     ids = np.memmap(bin_path, dtype=np.int32, mode="r")
     if len(ids) and not (0 <= ids.min() and ids.max() < len(vocab)):    # checked once, here
         raise RuntimeError(f"internal error: {path} encoded to ids outside the vocabulary")
-    meta = {"stats": asdict(stats), "sha256": _file_digest(bin_path), "vocab_size": len(vocab)}
+    meta = {"stats": asdict(stats), "sha256": file_digest(bin_path), "vocab_size": len(vocab)}
     atomic_write_text(meta_path, json.dumps(meta))  # written last: marks completion
     return EncodedSplit(np.memmap(bin_path, dtype=np.int32, mode="r"), stats)
 
@@ -195,7 +190,7 @@ def _checked_entry(meta_path: Path, bin_path: Path, vocab_size: int) -> EncodedS
         stats = SplitStats(**meta["stats"])
         if not bin_path.exists() or bin_path.stat().st_size != 4 * stats.tokens:
             reason = "wrong length"
-        elif _file_digest(bin_path) != meta["sha256"] or meta.get("vocab_size") != vocab_size:
+        elif file_digest(bin_path) != meta["sha256"] or meta.get("vocab_size") != vocab_size:
             reason = "checksum mismatch"
         else:     # the bytes written, for this vocabulary (its digest is in the file's key)
             return EncodedSplit(np.memmap(bin_path, dtype=np.int32, mode="r"), stats)
@@ -246,10 +241,6 @@ def fingerprint(root: Path) -> dict:
     return {split: file_fingerprint(corpus.path(split)) for split in SPLITS}
 
 
-def file_fingerprint(path: Path) -> dict:
-    """A file's name, size and sha256 (a corpus split, a run's vectors)."""
-    path = Path(path)
-    return {"file": path.name, "bytes": path.stat().st_size, "sha256": _file_digest(path)}
 
 
 def split_path(root: Path, split: str) -> Path:
