@@ -10,6 +10,7 @@ says the file is trusted. Text files may be gzipped.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -103,7 +104,9 @@ def read_text_vectors(path: Path, header: bool):
     by spaces or tabs; blank lines are skipped (gensim refused a file ending in one). A line
     with *more* fields than a word and ``DIM`` numbers is a word with spaces in it (Stanford's
     glove.840B has ``at name@domain.com``): no corpus token can have one, so it is skipped,
-    with a note giving the count and the first line. The matrix is allocated once, from a
+    with a note giving the count and the first line; so is a word holding a space that is not
+    ASCII (a no-break space: corpora split on every Unicode space, so no token has one, and
+    ``vocab --out`` then ``--vocab`` read it back as another word). The matrix is allocated once, from a
     first pass that counts the lines (as gensim's reader does); the vectors are gensim's
     reader's to the bit, about 5x faster (BENCHMARKS.md)."""
     from gensim.models import KeyedVectors
@@ -132,6 +135,9 @@ def read_text_words(path: Path, header: bool) -> list[str]:
     return list(_read_text_lines(path, header, dim, count, lines))
 
 
+UNICODE_SPACE = re.compile(r"\s")     # corpora split on these (str.split), the file on ASCII's
+
+
 def _read_text_lines(path: Path, header: bool, dim: int, count: int | None, lines: int,
                      store=None) -> dict[str, int]:
     """One pass over a text vector file: each vector's word -> its position, in file order,
@@ -156,7 +162,7 @@ def _read_text_lines(path: Path, header: bool, dim: int, count: int | None, line
                                  "(inconsistent dimensions)")
             row = (_values(path, lineno, word, fields[cut:])
                    if store or lineno <= VALUES_CHECKED else None)
-            if cut > 1:
+            if cut > 1 or not word.isascii() and UNICODE_SPACE.search(word):
                 spaced.append((lineno, word))
                 continue
             if word in index:

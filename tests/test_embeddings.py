@@ -243,3 +243,14 @@ def test_a_vector_file_named_gz_that_is_not_gzip_is_one_line(tmp_path, content, 
     for read in (load_vectors, vector_words):
         with pytest.raises(LmlowError, match=rf"v.txt.gz:\d: cannot read \(.*{message}"):
             read(f)
+
+
+def test_a_word_with_a_unicode_space_is_skipped_as_a_spaced_word(tmp_path, capsys):
+    """Corpora split on every Unicode space, the vector file on ASCII's: a word holding a
+    no-break space matched no token, and `vocab --out` then `--vocab` read it back as another
+    word (the vocabulary changed size)."""
+    f = write(tmp_path, "v.txt", GLOVE + "foo\u00a0bar 1 2 3\ncaf\u00e9 0.5 0.5 0.5\n")
+    assert vector_words(f) == ["the", "union", "senate", "caf\u00e9"]
+    kv = load_vectors(f)
+    assert list(kv.index_to_key) == ["the", "union", "senate", "caf\u00e9"]
+    assert "1 vectors of words with spaces in them skipped" in capsys.readouterr().err
