@@ -25,7 +25,7 @@ from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, SEED_RANGE, Config
                           ignored_by, in_range, load_table, same_run_differs, setting,
                           table1_configurations)
 from lmlow.cpus import available_cpus
-from lmlow.data.corpus import check_corpus_folder
+from lmlow.data.corpus import check_corpus_folder, check_fraction
 from lmlow.data.vocab import read_word_list
 from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.files import atomic_write_json, make_folder, read_json
@@ -399,6 +399,9 @@ def check_inputs(runs: list[Run], out: Path) -> None:
     todo = [r.settings for r in runs if not RunDir(out / r.folder).finished]
     for corpus in sorted({s["corpus"] for s in todo if s.get("corpus")}):
         check_corpus_folder(Path(corpus))
+    for corpus, fraction in sorted({(s["corpus"], s["train_fraction"]) for s in todo
+                                    if s.get("corpus") and s.get("train_fraction", 1) < 1}):
+        check_fraction(Path(corpus), fraction)
     for vectors in sorted({s["embeddings"] for s in todo if s.get("embeddings")}):
         if not Path(vectors).is_file():
             raise LmlowError(f"--embeddings {vectors}: no such file")

@@ -196,3 +196,32 @@ def test_a_config_files_preset_gives_way_to_the_flag_and_an_unknown_one_names_th
     (tmp_path / "n.toml").write_text('preset = "nope"\n')
     one_line_error(lmlow("train", speech_corpus, "--out", tmp_path / "n", "--config",
                          tmp_path / "n.toml"), "n.toml: preset = 'nope'")
+
+
+def test_a_train_fraction_that_leaves_no_line_is_refused_before_the_sweep_writes(
+        speech_corpus, tmp_path):
+    """It made sweep.json and logs/, then failed its run; `lmlow train` refuses it before
+    writing. The check from the counts agrees with the cut of the ids at the boundary."""
+    from lmlow.data.corpus import Corpus, check_fraction, head_fraction
+
+    corpus = Corpus(speech_corpus, show_progress=False)
+    ids, eos = corpus.encode("train").ids, corpus.vocab.eos_id
+    first_end = int((ids == eos).argmax())
+    for cut in (first_end, first_end + 1):         # just short of the first line end, and at it
+        fraction = (cut + 0.5) / len(ids)
+        try:
+            head_fraction(ids, fraction, eos)
+            cut_ok = True
+        except LmlowError:
+            cut_ok = False
+        try:
+            check_fraction(speech_corpus, fraction)
+            check_ok = True
+        except LmlowError:
+            check_ok = False
+        assert check_ok == cut_ok == (cut > first_end)
+    (tmp_path / "g.toml").write_text(GRID)
+    r = lmlow("sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", tmp_path / "s",
+              "--preset", "tiny", "--train-fraction", "1e-9")
+    one_line_error(r, "--train-fraction 1e-09 leaves no complete training line")
+    assert not (tmp_path / "s").exists()

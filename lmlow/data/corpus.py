@@ -392,6 +392,21 @@ def training_ids(corpus: "Corpus", fraction: float) -> np.ndarray:
     return ids
 
 
+def check_fraction(root: Path, fraction: float) -> None:
+    """:func:`head_fraction`'s refusal, from the training split's word counts (cached) and its
+    first line, before any ids exist (one id a token, one ``<eos>`` a line, whatever the
+    vocabulary): a sweep checks it before it writes its plan, as `train` does before its run
+    folder."""
+    if fraction >= 1:
+        return
+    path = split_path(root, "train")
+    counts = count_words(path, show_progress=False)
+    first = next(iter_lines(path), (0, []))[1]
+    if int((counts.tokens + counts.lines) * fraction) < len(first) + 1:
+        raise LmlowError(f"--train-fraction {fraction:g} leaves no complete training line "
+                         f"of {root}")
+
+
 def head_fraction(ids: np.ndarray, fraction: float, eos_id: int) -> np.ndarray:
     """The first ``fraction`` of a token stream, cut at a line end: ``--train-fraction``, the same
     cut for the LSTM and the n-gram, so both learn from exactly the same lines."""
