@@ -370,9 +370,8 @@ def staged_outputs(out: Path, names: list[str], force: bool = False,
     earlier one's."""
     out = Path(out)
     names = list(names) + [n for n in optional if n not in names]
-    if not trusted and os.path.islink(out):
-        raise LmlowError(f"{out}: a symbolic link where lmlow writes its own folder; lmlow does "
-                         "not write through links: remove it")
+    if not trusted:
+        refuse_link_folder(out)
     targets = [out / n for n in names]
     for t in targets:
         refuse_link(t)
