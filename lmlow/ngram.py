@@ -5,9 +5,13 @@ Same tokens as the LSTM: the training split is written from the corpus's encodin
 vocabulary and the UNK rule (K) are the LSTM's, and every ``<unk>`` (literal in the text, made
 by the rule, or out of vocabulary) is one word. ``lmplz`` refuses a literal ``<unk>`` (its
 ``--skip_symbols`` would delete the tokens), so ``<unk>`` is written as a placeholder word,
-estimated like any other, and renamed ``<unk>`` in the ARPA file; KenLM's own ``<unk>`` entry
-(the unigram mass kept for unseen words, which here are all ``<unk>``) is merged into it. Any
-KenLM tool then maps an unknown word to this trained ``<unk>``, as the LSTM does.
+estimated like any other. When every vocabulary word is in the training text, the placeholder is
+renamed ``<unk>`` in the ARPA file and KenLM's own ``<unk>`` entry (the unigram mass kept for
+unseen words, which here are all ``<unk>``) is merged into it: any KenLM tool then maps an
+unknown word to this trained ``<unk>``, as the LSTM does. When some vocabulary words are not
+(``--train-fraction``, ``--vocab``, ``--extend-vocab``), the placeholder keeps its name: the
+scorer reads lmlow's ``<unk>`` as it, with its trained probability, and only the unseen words
+share KenLM's ``<unk>`` (:class:`lmlow.ngram_run.NgramRun`).
 
 This module estimates; :mod:`lmlow.ngram_run` opens a finished run as a scorer.
 """
@@ -33,12 +37,10 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.external import find_program, run_program
 from lmlow.files import atomic_path, atomic_write_json, temporary_path
-from lmlow.ngram_run import NgramConfig
+from lmlow.ngram_run import PLACEHOLDER, RESERVED, NgramConfig
 from lmlow.rundir import NGRAM, RunDir
 
 MAX_ORDER = 6                      # KENLM_MAX_ORDER of build_binary and the kenlm module
-KENLM_RESERVED = ("<s>", "</s>")   # lmplz refuses them as words; the LSTM has no such limit
-PLACEHOLDER = "<lmlow-unk>"
 BUILD_HINT = "build it with `make install` (or `python tools/build_kenlm.py`)"
 
 
@@ -94,11 +96,19 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
     opts = NgramOptions(**options)
     check_values(opts)                     # the order's range: KenLM's query code needs bigrams
     check_vocabulary_source(opts.vocab, opts.unk_threshold, opts.extend_vocab, opts.embeddings)
+    if opts.embeddings and not opts.extend_vocab:     # the LSTM's flag copied: it did nothing
+        raise LmlowError(f"--embeddings {opts.embeddings}: an n-gram reads only the vectors' "
+                         "words, with --extend-vocab (as the LSTM run it is compared with); "
+                         "give both, or neither")
     order, unk_threshold, memory, embeddings = opts.order, opts.unk_threshold, opts.memory, opts.embeddings
     extend_vocab, train_fraction = opts.extend_vocab, opts.train_fraction
-    prune = parse_prune(opts.prune, order) if isinstance(opts.prune, str) else opts.prune
-    if not re.fullmatch(r"\d+(\.\d+)?[bKMGTPEZY%]?", memory):
-        raise LmlowError(f"--memory {memory!r}: expected a size like GNU sort's: 1G, 500M, 20%")
+    prune = opts.prune
+    if isinstance(prune, (list, tuple)):        # the Python API's counts: checked as the flag's
+        prune = ",".join(map(str, prune))
+    prune = parse_prune(prune, order)
+    if not re.fullmatch(r"[1-9]\d*[bKMGTPEZY%]?", memory) or memory[-1] == "%" and int(memory[:-1]) > 100:
+        raise LmlowError(f"--memory {memory!r}: expected a whole size above 0 like GNU sort's "
+                         "(lmplz takes no fraction): 1G, 500M, 20%")
     lmplz, build_binary = find_program("lmplz", BUILD_HINT), find_program("build_binary", BUILD_HINT)
     run = RunDir(out_dir).check_new(force)
     out_dir = run.path
@@ -109,8 +119,9 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
     corpus = Corpus(corpus_dir, unk_threshold, extra, show_progress=not quiet,
                     vocab_file=opts.vocab)
     vocab = corpus.vocab
-    for word in (*KENLM_RESERVED, PLACEHOLDER):
-        if word in vocab:      # with a word list, every word of the vocabulary is the list's
+    for word in RESERVED:       # lmplz refuses <s> and </s> as words; the LSTM has no such limit
+        # in the training text; a word the vectors or a list add (count 0) is scored as unseen
+        if word in vocab and vocab.counts[vocab.index[word]]:
             where, fix = ((opts.vocab, "remove it from the list") if opts.vocab
                           else (corpus.path('train'), "replace it in the corpus"))
             raise LmlowError(f"{where}: contains the word {word}, which the n-gram training "
@@ -121,8 +132,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
     prepared = corpus_preparation(corpus_dir)
     with run.lock():                       # one estimator per folder; checked again under it
         run.check_new(force)
-        run.remove_stale_temporaries()
-        run.clear()
+        run.remove_stale_temporaries()     # an earlier run stays until this one is made
         return _estimate(run, corpus_dir, vocab, train_ids, lmplz, build_binary, order,
                          unk_threshold, memory, prune, quiet, extend_vocab, embeddings,
                          train_fraction, prepared, opts.vocab)
@@ -133,7 +143,7 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
               train_fraction, prepared, vocab_file=None) -> NgramConfig:
     """lmplz and build_binary into temporary names, renamed into place only when both have
     finished (summary.json last): a run killed at any point leaves no half model under a final
-    name, and its temporaries (``*.tmpPID``, lmplz's ``lmplz-tmp-*``) are cleared by the next
+    name, an earlier run (--force) is removed only once both have worked, and its temporaries (``*.tmpPID``, lmplz's ``lmplz-tmp-*``) are cleared by the next
     run, which needs no --force (an unfinished n-gram run has nothing to resume)."""
     out_dir = run.path
     text = temporary_path(run.lmplz_text)
@@ -151,7 +161,8 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
         lmplz_seconds = time.time() - t0
         if fallback:
             cmd.append("--discount_fallback")
-        rename_unk(raw_arpa, arpa, has_unk=vocab.counts[vocab.unk_id] > 0)
+        rename_unk(raw_arpa, arpa, has_unk=vocab.counts[vocab.unk_id] > 0,
+                   keep_placeholder=bool(unseen_words(vocab)))
         text.unlink(missing_ok=True)
         raw_arpa.unlink(missing_ok=True)
         binary = [build_binary, str(arpa), str(binary_file)]
@@ -160,6 +171,7 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
         kept = {str(text): str(run.lmplz_text), str(raw_arpa): str(run.lmplz_arpa)}
         cmd = [kept.get(c, c) for c in cmd]
         binary = [build_binary, str(run.arpa), str(run.binary)]
+        run.clear(keep=(arpa, binary_file))      # --force: the earlier run goes now, not before
         vocab.save(run.vocab, with_counts=True)
         cfg = NgramConfig(corpus=str(Path(corpus_dir).resolve()), order=order,
                           unk_threshold=unk_threshold, memory=memory, prune=prune,
@@ -222,9 +234,17 @@ def peak_rss_mb(stderr: str) -> float | None:
     return round(int(m.group(1)) / 1024, 1) if m else None
 
 
-def rename_unk(src: Path, dst: Path, has_unk: bool) -> None:
-    """Copy lmplz's ARPA file, turning the placeholder into ``<unk>`` (see the module docstring)."""
-    if not has_unk:                      # no <unk> in train: KenLM's own <unk> stays as it is
+def unseen_words(vocab: Vocabulary) -> list[int]:
+    """The vocabulary's words (not ``<unk>`` or ``<eos>``) of count 0 in the text lmplz reads
+    (its counts are that text's, :func:`lmlow.data.corpus.training_ids`)."""
+    return [i for i, c in enumerate(vocab.counts) if not c and i not in (vocab.unk_id, vocab.eos_id)]
+
+
+def rename_unk(src: Path, dst: Path, has_unk: bool, keep_placeholder: bool = False) -> None:
+    """Copy lmplz's ARPA file, turning the placeholder into ``<unk>`` (see the module
+    docstring); as it is when the text had no ``<unk>``, or when unseen vocabulary words
+    need KenLM's ``<unk>`` apart from the trained one (``keep_placeholder``)."""
+    if not has_unk or keep_placeholder:
         os.replace(src, dst)
         return
     with atomic_path(dst) as tmp, open(src, encoding="utf-8") as f, \

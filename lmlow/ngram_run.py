@@ -16,11 +16,15 @@ from pathlib import Path
 import numpy as np
 
 from lmlow.config import has_type, type_name
+from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import LN10, LineReader, Scorer
 from lmlow.files import read_json
 from lmlow.rundir import NGRAM, RunDir
+
+PLACEHOLDER = "<lmlow-unk>"       # the trained <unk>'s name in lmplz's text (lmlow.ngram)
+RESERVED = ("<s>", "</s>", PLACEHOLDER)     # words KenLM reads as its own, not as a vocabulary word
 
 
 @dataclass
@@ -94,20 +98,33 @@ class NgramRun(Scorer):
             self.model = kenlm.Model(str(model))
         except (OSError, RuntimeError) as e:
             raise LmlowError(f"{model}: cannot load ({str(e).splitlines()[0]})") from None
+        self.trained_unk = PLACEHOLDER in self.model
+        # the words as KenLM knows them: a vectors' </s> (count 0) is a word it never saw
+        self.kenlm_words = [f"<lmlow-unseen-{i}>" if w in RESERVED else w
+                             for i, w in enumerate(self.vocab.words)]
+        self.kenlm_words[self.vocab.unk_id] = PLACEHOLDER if self.trained_unk else UNK
         self.unk_share = self._unk_share()
 
     def _unk_share(self) -> np.ndarray | None:
-        """Natural-log factor per vocabulary id: log(1 / (n + 1)) for ``<unk>`` and the n
-        vocabulary words the n-gram never saw (an extended vocabulary's words of count 0),
-        0 for the rest. KenLM scores all of them as its ``<unk>``; sharing that probability
-        equally keeps the n-gram a distribution over the LSTM's vocabulary, so both are
-        scored on the same events. None when every word was seen (n = 0)."""
-        unseen = [i for i, w in enumerate(self.vocab.words)
+        """Natural-log factor per vocabulary id for the n vocabulary words the n-gram never
+        saw (count 0 in its training text: an extended vocabulary, a word list, a training
+        fraction), 0 for the rest; None when every word was seen (n = 0). KenLM scores them
+        as its ``<unk>``; sharing that probability equally keeps the n-gram a distribution
+        over the LSTM's vocabulary, so both are scored on the same events. Where training had
+        ``<unk>``, it is a word of its own (:mod:`lmlow.ngram`) and the n words share KenLM's
+        ``<unk>`` (log(1 / n)); where it had none, ``<unk>`` is one of the n + 1 sharing it."""
+        unseen = [i for i, w in enumerate(self.kenlm_words)
                   if i not in (self.vocab.unk_id, self.vocab.eos_id) and w not in self.model]
         if not unseen:
             return None
+        if not self.trained_unk and self.vocab.counts[self.vocab.unk_id]:
+            raise LmlowError(f"{self.run_dir}: estimated by an lmlow that gave its trained <unk> "
+                             f"probability a 1/{len(unseen) + 1} share with the {len(unseen)} "
+                             "vocabulary words it never saw (a perplexity too high); estimate "
+                             "it again with the same `lmlow ngram` command and --force")
         share = np.zeros(len(self.vocab.words))
-        share[unseen + [self.vocab.unk_id]] = -math.log(len(unseen) + 1)
+        shared = unseen if self.trained_unk else unseen + [self.vocab.unk_id]
+        share[shared] = -math.log(len(shared))
         return share
 
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
@@ -115,9 +132,9 @@ class NgramRun(Scorer):
         ids = np.asarray(ids)
         if len(ids) and ids[-1] != self.vocab.eos_id:
             raise ValueError("a token stream must end with <eos>")
-        words, out, pos = self.vocab.words, np.empty(len(ids)), 0
+        words, out, pos = self.kenlm_words, np.empty(len(ids)), 0
         for end in np.flatnonzero(ids == self.vocab.eos_id).tolist():
-            sentence = " ".join([words[i] for i in ids[pos:end].tolist()])
+            sentence = " ".join([words[i] for i in ids[pos:end].tolist()])   # no <eos> here
             scores = [s[0] for s in self.model.full_scores(sentence, bos=True, eos=True)]
             if len(scores) != end + 1 - pos:
                 raise RuntimeError(f"internal error: KenLM split a line into {len(scores) - 1} words, "
@@ -146,7 +163,7 @@ class NgramReader(LineReader):
 
         for i in ids:
             after = kenlm.State()
-            self.scorer.model.BaseScore(self.state, self.scorer.vocab.words[i], after)
+            self.scorer.model.BaseScore(self.state, self.scorer.kenlm_words[i], after)
             self.state = after
 
     def next_logprobs(self) -> np.ndarray:
@@ -158,7 +175,7 @@ class NgramReader(LineReader):
         run, after = self.scorer, kenlm.State()
         eos = run.vocab.eos_id
         out = np.array([run.model.BaseScore(self.state, "</s>" if i == eos else w, after)
-                        for i, w in enumerate(run.vocab.words)]) * LN10
+                        for i, w in enumerate(run.kenlm_words)]) * LN10
         return out if run.unk_share is None else out + run.unk_share
 
 

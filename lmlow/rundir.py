@@ -514,11 +514,14 @@ class RunDir:
         own += [p for g in self.OWN_GLOBS for p in self.path.glob(g)]
         return [p for p in dict.fromkeys(own) if p.exists()]
 
-    def clear(self) -> None:
+    def clear(self, keep: tuple = ()) -> None:
         """Remove everything lmlow wrote here (for --force), so no file of an earlier run
-        (a stale frequency.jsonl, a checkpoint of another kind) survives into the new one."""
+        (a stale frequency.jsonl, a checkpoint of another kind) survives into the new one;
+        ``keep``: the new run's files already made (temporaries about to be renamed)."""
+        kept = {Path(p) for p in keep}
         for p in self._own_paths():
-            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+            if p not in kept:
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
 
 
 class RunLocked(LmlowError):

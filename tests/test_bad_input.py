@@ -21,7 +21,7 @@ from conftest import cli, write_corpus
 # with dropout = 1.5, S a sweep folder whose one run (R without its checkpoints) has a damaged
 # evaluation, RAW0 R without its corpus's preparation record, RBAD R with a damaged one, CP the
 # corpus with a damaged prepare.json, CL the corpus recorded as prepared without --lowercase;
-# word lists for --vocab: E blank lines only, SP only <eos> and <unk>, SL with KenLM's <s>, </s>;
+# word lists for --vocab: E blank lines only, SP only <eos> and <unk>;
 # P a named pipe; EV a corpus whose valid.txt is empty;
 # GZ a folder of documents, one of them a truncated .gz.
 CASES = [
@@ -108,7 +108,6 @@ CASES = [
     (["train", "C", "--out", "O", "--preset", "tiny", "--vocab", "W", "--extend-vocab",
       "--embeddings", "V"], "--extend-vocab adds to one built from the training text", "O"),
     (["ngram", "C", "--out", "O", "--vocab", "W", "--unk-threshold", "2"], "give one of them", "O"),
-    (["ngram", "C", "--out", "O", "--vocab", "SL"], "SL: contains the word <s>", "O"),
     (["sweep", "C", "--grid", "six", "--out", "O", "--embeddings", "V", "--preset", "tiny",
       "--vocab", "X/w.txt"], "X/w.txt: no such vocabulary file", "O"),
     (["sweep", "C", "--grid", "unk", "--out", "O", "--embeddings", "V", "--preset", "tiny",
@@ -418,7 +417,6 @@ def places(speech_corpus, tmp_path_factory):
     write_corpus(root / "empty-valid", "a b c\nb c a\n", "", "a b\n")
     (root / "blank.txt").write_text("\n  \n\n")                # a word list without a word
     (root / "specials.txt").write_text("<eos>\n<unk>\n")       # nor one besides the specials
-    (root / "sentence-marks.txt").write_text("the\n<s>\n</s>\n")  # KenLM's reserved words
     (root / "range-grid.toml").write_text("[runs.a]\nlr = -1.0\n")
     (root / "dropout.toml").write_text("dropout = 1.5\n")
     (root / "init.toml").write_text('init = "glove,unigram"\n')
@@ -432,7 +430,7 @@ def places(speech_corpus, tmp_path_factory):
             "F": root / "file.txt", "K": root / "vectors.kv", "Z": foreign, "D": root / "empty",
             "X": root / "nowhere", "L": root / "dangling",
             "W": root / "words.txt", "EV": root / "empty-valid", "GZ": root / "gz-docs", "E": root / "blank.txt", "SP": root / "specials.txt",
-            "SL": root / "sentence-marks.txt", "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
+            "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
             "IN": root / "init.toml",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}

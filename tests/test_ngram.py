@@ -130,10 +130,29 @@ def test_errors_are_one_line(speech_corpus, kn, tmp_path):
                           (("ngram", speech_corpus, "--out", kn), "is not empty; pass --force"),
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--order", "9"), "--order 9: must be in [2, 6]"),
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--prune", "0,2,1"),
-                           "non-decreasing")]:
+                           "non-decreasing"),
+                          # lmplz refused these after the folder was made: no fraction, not 0
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory", "1.5G"),
+                           "--memory '1.5G': expected a whole size above 0"),
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory", "0%"),
+                           "--memory '0%'"),
+                          # the LSTM's flag copied alone did nothing: a baseline over other words
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--embeddings",
+                            tmp_path / "nowhere.txt"), "give both, or neither")]:
         r = lmlow(*args, cache=cache)      # 2: refused while the command line is read
         assert r.returncode in (1, 2) and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
+    assert not (tmp_path / "r").exists()
+    # the Python API's prune list is checked as the flag is (it pruned unigrams: ppl 833 vs 234)
+    with pytest.raises(LmlowError, match="starting with 0"):
+        train_ngram(speech_corpus, tmp_path / "r", order=3, prune=[1])
     train_ngram(speech_corpus, tmp_path / "old", order=2, memory="50M", quiet=True)
+    # --force whose estimate fails keeps the finished run (it was cleared first: only .lock left)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.is_file()}
+    r = lmlow("ngram", speech_corpus, "--out", tmp_path / "old", "--force", "--order", "3",
+              "--memory", "1b", cache=cache)
+    assert r.returncode == 1 and "lmplz failed" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.is_file()} == before
+    assert load(tmp_path / "old").config.order == 2
     r = lmlow("ngram", speech_corpus, "--out", tmp_path / "old", "--force", "--order", "3",
               "--memory", "50M", cache=cache)
     assert r.returncode == 0 and "valid ppl" in r.stdout, r.stderr
@@ -196,7 +215,8 @@ def test_extended_vocabulary_shares_unk_probability(speech_corpus, tmp_path):
     train = set((speech_corpus / "train.txt").read_text().split())
     unseen = sorted(set((speech_corpus / "valid.txt").read_text().split()) - train)[:20]
     vec = tmp_path / "v.txt"
-    vec.write_text("".join(f"{w} 0.1 0.2\n" for w in [*unseen, "the"]))
+    vec.write_text("".join(f"{w} 0.1 0.2\n" for w in [*unseen, "</s>", "the"]))
+    unseen.append("</s>")     # word2vec's GoogleNews has it: an unseen word, not KenLM's end
     run = tmp_path / "run"
     train_ngram(speech_corpus, run, order=3, memory="100M", quiet=True, embeddings=str(vec),
                 extend_vocab=True)
@@ -216,9 +236,45 @@ def test_extended_vocabulary_shares_unk_probability(speech_corpus, tmp_path):
     p_unk = 10 ** m.BaseScore(state, "<unk>", out)
     share = p_unk / (len(unseen) + 1)
     assert probs[v.index[unseen[0]]] == pytest.approx(share, rel=1e-6)
+    assert probs[v.index["</s>"]] == pytest.approx(share, rel=1e-6)
     assert probs[v.unk_id] == pytest.approx(share, rel=1e-6)
     r = lmlow("ngram", speech_corpus, "--out", tmp_path / "x", "--extend-vocab")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "--embeddings" in r.stderr
+
+
+def test_trained_unk_keeps_its_probability_beside_unseen_words(speech_corpus, tmp_path):
+    """K=2 on a training fraction: <unk> is a trained word and the vocabulary has words the
+    fraction never saw. <unk> gets the trained probability (KenLM's, for the placeholder it was
+    estimated as), the unseen words share KenLM's own <unk>, and the whole is a distribution.
+    Before, <unk> and the n unseen words split the trained <unk>: a 1/(n+1) share each."""
+    import kenlm
+
+    run = tmp_path / "run"
+    train_ngram(speech_corpus, run, order=3, unk_threshold=2, memory="100M", quiet=True,
+                train_fraction=0.3)
+    ng = NgramRun(run)
+    v, m = ng.vocab, kenlm.Model(str(run / "model.arpa"))
+    unseen = [i for i, c in enumerate(v.counts) if not c and i not in (v.unk_id, v.eos_id)]
+    assert len(unseen) > 10 and v.counts[v.unk_id] > 0
+    context = [v.index["the"]]
+    probs = np.array([math.exp(ng.token_logprobs(np.array([*context, i] + ([] if i == v.eos_id else [v.eos_id])))[1])
+                      for i in range(len(v))])
+    assert abs(probs.sum() - 1) < 1e-4
+    state, mid = kenlm.State(), kenlm.State()
+    m.BeginSentenceWrite(state)
+    m.BaseScore(state, "the", mid)
+    trained_unk = 10 ** m.BaseScore(mid, "<lmlow-unk>", kenlm.State())
+    kenlm_unk = 10 ** m.BaseScore(mid, "<unk>", kenlm.State())
+    assert probs[v.unk_id] == pytest.approx(trained_unk, rel=1e-6)
+    assert probs[unseen] == pytest.approx(kenlm_unk / len(unseen), rel=1e-6)
+    assert probs[v.unk_id] > 50 * probs[unseen[0]]
+    # a run estimated the old way (the trained <unk> merged, then shared) is refused, not scored
+    from lmlow.ngram import rename_unk
+    (run / "model.bin").unlink()
+    (run / "model.arpa").rename(tmp_path / "kept.arpa")
+    rename_unk(tmp_path / "kept.arpa", run / "model.arpa", has_unk=True)
+    with pytest.raises(LmlowError, match="estimate it again .* --force"):
+        NgramRun(run)
 
 
 def test_a_committed_baseline_reports_without_its_model_files(kn):
