@@ -23,7 +23,8 @@ ONE_SEED = 0.02      # the margin with one seed, as a share of the perplexity
 @dataclass
 class Paired:
     """``other`` against ``ref``: seed -> validation perplexity of each, over the seeds both
-    have (a seed only one configuration finished is left out)."""
+    have (a seed only one configuration finished, or whose perplexity is missing or not finite
+    on either side, a diverged run's, is left out)."""
 
     ref: dict[int, float]
     other: dict[int, float]
@@ -36,7 +37,8 @@ class Paired:
 
     @property
     def seeds(self) -> list[int]:
-        return sorted(set(self.ref) & set(self.other))
+        return sorted(s for s in set(self.ref) & set(self.other)
+                      if _finite(self.ref[s]) and _finite(self.other[s]))
 
     def diffs(self) -> list[float]:
         """other - ref, seed by seed (positive: ``other`` has the higher perplexity)."""
@@ -79,3 +81,8 @@ class Paired:
                 "mean diff": statistics.mean(d) if d else None,
                 "mean diff %": 100 * statistics.mean(d) / ref if d else None,
                 "margin": self.margin() if d else None, "verdict": words[self.sign()]}
+
+
+def _finite(x) -> bool:
+    """A perplexity that can be compared (results.json has null for lmlow's NaN)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

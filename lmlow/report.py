@@ -304,12 +304,20 @@ def add_paired(rows: list[dict], ref: str) -> str:
     results.json); returns the Markdown section."""
     by_name = {r["configuration"]: r for r in rows if "seed list" in r}
     refs = paired_references(set(by_name), ref)
+    over = {}                 # each row's tokens and vocabularies, hashed once per row
+
+    def measured_over(row: dict) -> tuple[set, set]:
+        name = row["configuration"]
+        if name not in over:
+            over[name] = _measured_over(row)
+        return over[name]
+
     table, other = [], []
     for r in rows:
         against = refs.get(r["configuration"])
         if against is None or against == r["configuration"]:
             continue
-        if _measured_over(r) != _measured_over(by_name[against]):
+        if measured_over(r) != measured_over(by_name[against]):
             other.append(f"{r['configuration']} (against {against})")
             continue
         p = Paired.of_rows(by_name[against], r).summary()

@@ -18,7 +18,9 @@ def fmt(x, digits: int = 3) -> str:
 
 
 def markdown(headers: list[str], rows: list[list], digits: int = 3) -> str:
-    cells = [[fmt(c, digits) for c in row] for row in rows]
+    """A Markdown table; a ``|`` in a cell (a baseline named by its folder) is escaped, so it
+    stays one cell."""
+    cells = [[fmt(c, digits).replace("|", "\\|") for c in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
               for i, h in enumerate(headers)]
     def line(values):

@@ -49,6 +49,17 @@ def test_seeds_are_paired_by_number_not_position():
     assert c.diffs() == [10, 10]
 
 
+def test_a_seed_without_a_finite_perplexity_is_left_out_not_a_traceback():
+    """A diverged run's perplexity (NaN in a report, null in results.json) on one side: that
+    seed is not paired (statistics.stdev raised AttributeError on NaN, TypeError on None)."""
+    from lmlow.paired import Paired
+
+    for bad in (math.nan, None, math.inf):
+        p = Paired({1: 100.0, 2: 101.0, 3: 99.0}, {1: bad, 2: 130.0, 3: 131.0})
+        assert p.seeds == [2, 3] and p.diffs() == [29.0, 32.0]
+        assert p.summary()["verdict"] == "worse"
+
+
 def test_a_row_shows_means_over_the_seeds_both_sides_have():
     """A partner table further on (seeds 1, 2) against one seed of the other: the row shows
     both sides on seed 1, so the two perplexities differ by the mean paired difference, and

@@ -149,3 +149,14 @@ def test_compare_replaces_its_output_set_whole_and_integrates_from_update_0(tmp_
     assert not (out / "frequency_curves.png").exists()
     assert sorted(p.name for p in out.iterdir()) == ["compare.csv", "compare.json", "compare.md",
                                                     "curves.png"]
+
+
+def test_a_bar_in_a_cell_stays_one_markdown_cell():
+    """A baseline row is named by its folder, which may hold a |: escaped, the table keeps
+    its columns (CSV quotes it)."""
+    from lmlow.tables import markdown, to_csv
+
+    table = markdown(["name", "ppl"], [["kenlm|5", 1.5]])
+    assert table.splitlines()[2] == "| kenlm\\|5 | 1.5 |"
+    assert all(line.replace("\\|", "").count("|") == 3 for line in table.splitlines())
+    assert to_csv(["name", "ppl"], [["kenlm|5", 1.5]]).splitlines()[1] == "kenlm|5,1.5"
