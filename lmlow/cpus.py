@@ -13,13 +13,55 @@ def available_cpus() -> int:
     """The cores this process may use: its CPU affinity, capped by a cgroup CPU quota (a
     container's or a SLURM job's), so that ``--threads 0`` never oversubscribes."""
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    quota = cgroup_quota()
+    return max(1, min(n, quota) if quota else n)
+
+
+def cgroup_quota(root: Path = Path("/sys/fs/cgroup"), proc: Path = Path("/proc/self/cgroup")) -> int | None:
+    """The fewest cores a CPU quota of this process's cgroups allows (rounded up), or None:
+    cgroup v2's ``cpu.max`` (its own group's and each above it, where a container or SLURM
+    job sets it) and v1's ``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``."""
+    groups = _cgroup_paths(proc)
+    found = [_v2_quota(folder / "cpu.max") for folder in _upwards(root, groups.get("", ""))]
+    found += [_v1_quota(folder) for folder in _upwards(root / "cpu", groups.get("cpu", ""))]
+    counts = [q for q in found if q]
+    return min(counts) if counts else None
+
+
+def _cgroup_paths(proc: Path) -> dict[str, str]:
+    """Controller -> this process's group path, from /proc/self/cgroup ("" for v2's)."""
+    paths = {}
     try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
-        if quota != "max":
-            n = min(n, max(1, math.ceil(int(quota) / int(period))))
+        for line in proc.read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for name in controllers.split(",") if controllers else [""]:
+                paths[name] = path
     except (OSError, ValueError):
         pass
-    return max(1, n)
+    return paths or {"": "/", "cpu": "/"}
+
+
+def _upwards(root: Path, group: str) -> list[Path]:
+    """``root`` / group, and each folder above it up to ``root``."""
+    parts = [p for p in group.split("/") if p and p != ".."]
+    return [root.joinpath(*parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def _v2_quota(path: Path) -> int | None:
+    try:
+        quota, period = path.read_text().split()[:2]
+        return None if quota == "max" else max(1, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):
+        return None
+
+
+def _v1_quota(folder: Path) -> int | None:
+    try:
+        quota = int((folder / "cpu.cfs_quota_us").read_text())
+        period = int((folder / "cpu.cfs_period_us").read_text())
+        return None if quota <= 0 or period <= 0 else max(1, math.ceil(quota / period))
+    except (OSError, ValueError):
+        return None
 
 
 def use_threads(threads: int) -> int:

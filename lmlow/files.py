@@ -97,6 +97,18 @@ def require_regular(path: Path) -> Path:
     return path
 
 
+def _fsync(path: Path) -> None:
+    """Flush a file's (or a folder's entries') data to the disk."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | (os.O_DIRECTORY if path.is_dir() else 0))
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.EROFS):      # a folder some systems cannot sync
+            raise
+    finally:
+        os.close(fd)
+
+
 def open_own(path: Path, mode: str = "a"):
     """Open a file lmlow owns in a run folder for appending ("a") or locking ("a+") without
     following a symbolic link, and only if it is a regular file: one line otherwise."""
@@ -117,7 +129,7 @@ def open_own(path: Path, mode: str = "a"):
 
 
 @contextmanager
-def atomic_path(path: Path, exclusive: bool = False) -> Iterator[Path]:
+def atomic_path(path: Path, exclusive: bool = False, durable: bool = False) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces ``path`` in one rename, on
     failure it is removed and ``path`` is untouched. The temporary name is created afresh
     (a link planted under it is removed first, not written through); the rename replaces a
@@ -127,7 +139,12 @@ def atomic_path(path: Path, exclusive: bool = False) -> Iterator[Path]:
     ``exclusive``, for a command that holds its output for hours (``lmlow embed``): the
     temporary is locked (``flock``) while it is held, and a second command whose output is
     the same file is refused in one line, before its own hours of work, not at the end; so is
-    a folder that takes no files or a name too long, because the temporary is made first."""
+    a folder that takes no files or a name too long, because the temporary is made first.
+
+    ``durable``, for checkpoints: the temporary's data reach the disk before the rename, and
+    the rename before the call returns (``fsync``), so a power loss or a crashed host leaves
+    the old file or the new one, never an empty one under the name (a rename's order with the
+    data is not kept by every file system: XFS, network and parallel ones)."""
     path = Path(path)
     refuse_special(path)
     tmp = temporary_path(path)
@@ -142,7 +159,11 @@ def atomic_path(path: Path, exclusive: bool = False) -> Iterator[Path]:
             fd = None
         yield tmp
         check_stop()
+        if durable:
+            _fsync(tmp)
         os.replace(tmp, path)
+        if durable:
+            _fsync(path.parent)
     except OSError as e:
         if e.errno not in WRITE_ERRORS:
             raise

@@ -8,7 +8,11 @@ backward and a large vocabulary never holds all its logits at once. Backward onl
 stored gradients. The loss comes from the same softmax (:func:`log_normaliser`), not from a
 log-softmax and a second pass of exp. Matmuls run in the autocast dtype when autocast is on
 (each chunk's products, the gradients of W and b among them, rounded to it as autocast rounds
-them); the softmax and all accumulators are fp32. On a CPU the chunk's logits and softmax
+them); the softmax and all accumulators are fp32. In fp16 the gradient of the logits is
+rounded as a loss-scaled backward rounds it, times the GradScaler's scale over the tokens
+(``grad_scale``), then divided back in fp32: without it, probabilities below fp16's normal
+range (6e-5; rare words' under a sharp model) lost their gradient. An overflow is an inf the
+scaler sees, skips and lowers its scale for, as under plain autocast. On a CPU the chunk's logits and softmax
 are written into buffers the process keeps (:func:`scratch`) rather than into fresh tensors,
 whose page faults cost more than the writing. At 61k words the loss is 95% of an update;
 these choices make the paper regime's bf16 update 1.38x as fast (BENCHMARKS.md, "One pass
@@ -99,6 +103,15 @@ def lm_loss(model, output: torch.Tensor, targets: torch.Tensor, label_smoothing:
             prior: torch.Tensor | None = None) -> torch.Tensor:
     """Mean (label-smoothed) cross-entropy of ``model.decoder`` applied to ``output`` (..., d)
     against ``targets`` (...); ``prior`` is the smoothing distribution (None: uniform)."""
+    return lm_losses(model, output, targets, label_smoothing, prior)[0]
+
+
+def lm_losses(model, output: torch.Tensor, targets: torch.Tensor, label_smoothing: float = 0.0,
+              prior: torch.Tensor | None = None, grad_scale: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(:func:`lm_loss`, the plain cross-entropy, no gradient): with label smoothing the
+    objective is not the cross-entropy a perplexity is of, and training logs the latter.
+    ``grad_scale``: the fp16 GradScaler's scale (module docstring)."""
     flat, y = output.reshape(-1, output.size(-1)), targets.reshape(-1)
     vocab = model.decoder.weight.size(0)
     rows = max(1, LOGIT_CHUNK_ELEMENTS // vocab)
@@ -108,9 +121,10 @@ def lm_loss(model, output: torch.Tensor, targets: torch.Tensor, label_smoothing:
         target_prior = prior if prior is not None else flat.new_full((vocab,), 1.0 / vocab)
     device = flat.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
-    total = ChunkedSoftmaxCE.apply(flat, model.decoder.weight, model.decoder.bias, y, eps,
-                                   target_prior, rows, dtype, torch.is_grad_enabled())
-    return total / y.numel()
+    unscale = grad_scale / y.numel() if grad_scale is not None and dtype == torch.float16 else None
+    total, nll = ChunkedSoftmaxCE.apply(flat, model.decoder.weight, model.decoder.bias, y, eps,
+                                        target_prior, rows, dtype, torch.is_grad_enabled(), unscale)
+    return total / y.numel(), nll / y.numel()
 
 
 TINY = 1e-30   # a probability below this may have lost its precision (fp32's normal floor: 1e-38)
@@ -137,10 +151,12 @@ def log_normaliser(logits: torch.Tensor, probs: torch.Tensor, picked: torch.Tens
 class ChunkedSoftmaxCE(torch.autograd.Function):
     """Summed (label-smoothed) cross-entropy of ``h @ W.T + b``, chunk by chunk, with the
     gradients of h, W and b computed in the forward pass from each chunk's softmax, then
-    scaled in backward. Matmuls run in ``dtype`` when given; softmax and sums are fp32."""
+    scaled in backward; and the summed plain cross-entropy (no gradient). Matmuls run in
+    ``dtype`` when given; softmax and sums are fp32. ``scale``: what the softmax's gradient is
+    multiplied by before it is rounded to fp16 (module docstring)."""
 
     @staticmethod
-    def forward(ctx, h, weight, bias, y, eps, prior, rows, dtype, grads=True):
+    def forward(ctx, h, weight, bias, y, eps, prior, rows, dtype, grads=True, scale=None):
         # under torch.no_grad() only the loss is wanted: skip the gradient work
         need_h, need_w, need_b = (n and grads for n in ctx.needs_input_grad[:3])
         mm = dtype or torch.float32
@@ -155,6 +171,7 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
         gb = torch.zeros(bias.shape, dtype=torch.float32, device=h.device) \
             if need_b and not fold_b else None
         total = torch.zeros((), dtype=torch.float32, device=h.device)
+        nll = torch.zeros((), dtype=torch.float32, device=h.device) if eps else total
         prior = prior.float() if eps else None
         block = vocab_blocks(weight.size(0), mm, h.device, min(rows, h.size(0)))
         with torch.autocast(h.device.type, enabled=False):
@@ -171,40 +188,48 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
                 picked = logits.gather(1, yc).squeeze(1)
                 lse = log_normaliser(logits, g, picked, g.gather(1, yc).squeeze(1),
                                      wait_free=dev.type != "cpu")
-                loss = (1 - eps) * (lse - picked).sum()
+                plain = (lse - picked).sum()
+                loss = (1 - eps) * plain
                 if eps:
                     loss = loss + eps * (lse * prior.sum() - logits @ prior).sum()
+                    nll += plain
                 total += loss
                 g.scatter_add_(1, yc, g.new_full((yc.size(0), 1), -(1 - eps)))
                 if eps:
                     g -= eps * prior
                 if gb is not None:
                     gb += g.sum(0)
-                if low is not logits:
-                    g = low.copy_(g)                      # the softmax, rounded for the matmuls
+                if low is not logits:       # the softmax, rounded for the matmuls
+                    g = low.copy_(g) if scale is None else torch.mul(g, scale, out=low)
                 if need_h:
                     if mm == torch.float32:
                         torch.mm(g, w, out=gh[i:i + rows])
-                    else:
+                    elif scale is None:
                         gh[i:i + rows] = (g @ w).float()
+                    else:
+                        gh[i:i + rows] = (g @ w).float() / scale
                 if need_w:
                     ht = hc.t()
                     if fold_b:
                         ht = torch.cat([ht, ht.new_ones((1, ht.size(1)))])
                     if mm == torch.float32:
                         add_product(gwt, ht, g, block)
-                    else:
+                    elif scale is None:
                         gwt += torch.mm(ht, g, out=scratch("dW", gwt.shape, mm, dev))
+                    else:
+                        gwt.addcdiv_(torch.mm(ht, g, out=scratch("dW", gwt.shape, mm, dev)), scale)
         gw = gwt[:weight.size(1)].t().contiguous() if need_w else None
         if fold_b:
             gb = gwt[-1].clone()
         ctx.save_for_backward(*(t if t is not None else torch.empty(0) for t in (gh, gw, gb)))
         ctx.dtypes = (h.dtype, weight.dtype, bias.dtype)
         ctx.needs = (need_h, need_w, need_b)
-        return total
+        nll = nll.clone() if nll is total else nll
+        ctx.mark_non_differentiable(nll)
+        return total, nll
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx, grad, _nll_grad):
         grads = [g.mul(grad).to(dt) if need else None
                  for g, dt, need in zip(ctx.saved_tensors, ctx.dtypes, ctx.needs)]
-        return (*grads, None, None, None, None, None, None)
+        return (*grads, None, None, None, None, None, None, None)

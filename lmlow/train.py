@@ -38,7 +38,7 @@ from lmlow.errors import Interrupted, LmlowError, caught_signals
 from lmlow.evaluate import lstm_logprobs, valid_bins
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
 from lmlow.frozen_rows import FrozenRows, describe_rows
-from lmlow.loss import lm_loss
+from lmlow.loss import lm_losses
 from lmlow.model import detach_hidden, join_states, map_state
 from lmlow.progress import shown
 from lmlow.rundir import RunDir
@@ -140,14 +140,15 @@ def budget_spent(cfg: Config, epochs: int, steps: int, seconds: float) -> str | 
 # --------------------------------------------------------------------------- batches
 
 def check_batches(tokens: int, cfg: Config) -> None:
-    """An update needs at least two tokens in each column of the batch (an input and its
-    target): said with the flags that decide it, before anything is written."""
-    if tokens // cfg.batch_size < 2:
+    """An update needs three tokens in each column of the batch (an epoch reads up to the
+    column's last input and target, and stops short of a one-token remainder): said with the
+    flags that decide it, before anything is written."""
+    if tokens // cfg.batch_size < 3:
         part = (f" (--train-fraction {cfg.train_fraction:g} of it)"
                 if cfg.train_fraction < 1 else "")
         raise LmlowError(f"{cfg.corpus}: the training split has {tokens:,} tokens{part}, too "
                          f"few for --batch-size {cfg.batch_size} (at least "
-                         f"{2 * cfg.batch_size:,}: two a column); lower --batch-size")
+                         f"{3 * cfg.batch_size:,}: three a column); lower --batch-size")
 
 
 def batchify(ids: np.ndarray, batch_size: int) -> np.ndarray:
@@ -248,6 +249,7 @@ class Trainer:
         self.rng = random.Random(cfg.seed)
         self.hidden = None
         self.last_rate = None      # the rate of the last update (metrics' "lr")
+        self.metrics_rows = 0      # rows in metrics.jsonl: last.pt records how many it knows
         counts = torch.from_numpy(self.vocab.count_array()).double()
         self.prior = (counts / counts.sum()).float().to(self.device) if cfg.smoothing_prior == "unigram" else None
         self.amp_dtype = pick_precision(cfg.precision, self.device)
@@ -337,6 +339,10 @@ class Trainer:
             "hidden": hidden[0] if hidden[0] is None else hidden,
             "frozen_input_rows": self.frozen_rows.mask if self.frozen_rows else None,
             "init_report": self.init_report,
+            "metrics_rows": self.metrics_rows,
+            # which parameters ASGD's state is of, in its order: `--checkpoint last` of an
+            # averaging run evaluates the average, as validation does (checkpoint.load_model)
+            "trained_parameters": [n for n, p in self.model.named_parameters() if p.requires_grad],
         }
 
     RESUME_STATE = ("model", "state", "optimizer", "rng", "ranks", "hidden")
@@ -354,7 +360,7 @@ class Trainer:
         self.init_report = ck.get("init_report") or self.init_report   # what the vectors gave
         self.state = RunState(**{"ref_valid": ck["state"]["best_valid"], **ck["state"]})
         if self.world.main:
-            self._truncate_metrics(self.state.step)
+            self._truncate_metrics(ck)
         if self.state.asgd:
             self.optimizer = self._make_optimizer(asgd=True)
         if self.optimizer and ck["optimizer"]:
@@ -489,7 +495,7 @@ class Trainer:
                                "lr": self.state.lr, "elapsed": 0.0})
         st = self.state
         self.clocks = (time.time() - st.train_seconds, None)   # validations count as time
-        while not budget_spent(cfg, st.epoch, st.step, st.train_seconds):
+        while not self.stopped_by():     # a run resumed after its early stop stays stopped
             if not self._train_epoch(data) or self._epoch_end():
                 break
             self._check_signal()
@@ -543,7 +549,7 @@ class Trainer:
                 bar.close()
                 self._sync()
                 if not (cfg.eval_every and st.step % cfg.eval_every == 0):   # not just done
-                    self._mid_epoch_validation(st.epoch + st.position / n)
+                    self._mid_epoch_validation(st.epoch + st.position / n, counts=False)
                 self._save_last()          # after the validation: last.pt knows the best
                 if self.tracker:   # the weights the run stops with
                     self.tracker.record(st.step, st.epoch + st.position / n, st.train_seconds, "end")
@@ -572,13 +578,15 @@ class Trainer:
         with torch.autocast(self.device.type, enabled=self.amp_dtype is not None,
                             dtype=self.amp_dtype or torch.float32):
             output, self.hidden, raw, dropped = self.net(x, self.hidden)
-            loss = lm_loss(self.model, output, y, cfg.label_smoothing, self.prior)
+            # (the objective, the plain cross-entropy that train_ppl is of)
+            loss, nll = lm_losses(self.model, output, y, cfg.label_smoothing, self.prior,
+                                  self._grad_scale())
             total = loss
             if cfg.alpha:
                 total = total + cfg.alpha * dropped.float().pow(2).mean()
             if cfg.beta:
                 total = total + cfg.beta * (raw[1:] - raw[:-1]).float().pow(2).mean()
-        self.pending_loss += loss.detach().double() * x.numel()
+        self.pending_loss += nll.double() * x.numel()
         bad = ~torch.isfinite(total.detach()) & (self.first_bad < 0)
         self.first_bad = torch.where(bad, st.step, self.first_bad)
         self.optimizer.zero_grad(set_to_none=True)
@@ -603,6 +611,15 @@ class Trainer:
         if self.frozen_rows:
             self.frozen_rows.restore(self.optimizer)
 
+    def _grad_scale(self) -> torch.Tensor | None:
+        """The fp16 loss scaler's scale, on the device (the loss rounds its gradient with it);
+        made here if the scaler has not made it yet (it does at its first ``scale``)."""
+        if not self.scaler:
+            return None
+        if self.scaler._scale is None:
+            self.scaler._lazy_init_scale_growth_tracker(self.device)
+        return self.scaler._scale
+
     def _rate(self) -> float:
         """The learning rate the last update used, at the mean BPTT length (an update of
         another length scales it by length / bptt): after warm-up and the cosine schedule,
@@ -615,19 +632,21 @@ class Trainer:
             return {}
         return {"loss_scale": self.scaler.get_scale(), "skipped_steps": self.state.skipped}
 
-    def _mid_epoch_validation(self, epoch: float) -> None:
+    def _mid_epoch_validation(self, epoch: float, counts: bool = True) -> None:
         """Validate inside an epoch (``--eval-every``, or where a step or time budget stops
         the run) and keep the weights in ``best.pt`` if they are the best so far: best means
-        best, wherever it was measured. Validation draws no random numbers, so a run stopped
-        and resumed still trains exactly as an uninterrupted one (its metrics hold one more
-        row, marked ``partial_epoch``)."""
+        best, wherever it was measured. Validation draws no random numbers, and the one made
+        where a budget stops the run (``counts`` False) does not count for the patience rule
+        and the plateau schedule, which an uninterrupted run never saw it: a run stopped and
+        resumed trains exactly as an uninterrupted one (its metrics hold one more row, marked
+        ``partial_epoch``)."""
         st = self.state
         loss = self.validate()
         self._log_metrics({"epoch": round(epoch, 3), "step": st.step, "valid_loss": loss,
                            "valid_ppl": math.exp(loss), "lr": self._rate(), "base_lr": st.lr,
                            "elapsed": round(st.train_seconds, 1), "partial_epoch": True,
                            **self._scaler_metrics()})
-        if self._improves(loss):
+        if counts and self._improves(loss):
             st.ref_valid, st.epoch_improved = loss, True
         if loss < st.best_valid:
             st.best_valid = loss
@@ -697,11 +716,17 @@ class Trainer:
         resumes (from the start, if nothing later was saved)."""
         self._save_last()
 
-    def _truncate_metrics(self, step: int) -> None:
+    def _truncate_metrics(self, ck: dict) -> None:
         """Drop the metrics rows written after the checkpoint a resume starts from: they are
-        written again, so the file never holds a row twice."""
+        written again, so the file never holds a row twice. The checkpoint says how many rows
+        it knows (a row logged at its own update after it was saved, the first validation of
+        a tracked run, is written again too); one from before, those up to its update."""
         rows = self.rundir.metrics()
-        keep = [r for r in rows if r.get("step", 0) <= step]
+        if isinstance(ck.get("metrics_rows"), int):
+            keep = rows[:ck["metrics_rows"]]
+        else:
+            keep = [r for r in rows if r.get("step", 0) <= ck["state"]["step"]]
+        self.metrics_rows = len(keep)
         if len(keep) != len(rows):
             atomic_write_text(self.rundir.metrics_file, "".join(to_json(r) + "\n" for r in keep))
 
@@ -716,6 +741,7 @@ class Trainer:
         if "valid_ppl" in row:
             row = {**row, "valid_bins": self.valid_bins}
         append_jsonl(self.rundir.metrics_file, row)
+        self.metrics_rows += 1
         if "valid_ppl" in row:
             extra = f" train ppl {row['train_ppl']:.1f}" if "train_ppl" in row else ""
             speed = f" {row['tokens_per_s']} tok/s" if "tokens_per_s" in row else ""

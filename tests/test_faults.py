@@ -145,6 +145,28 @@ def test_killed_inside_a_checkpoint_write(corpus, reference, tmp_path, kill_at):
     assert steps(run) == steps(reference)
 
 
+def test_a_checkpoint_reaches_the_disk_before_its_rename(tmp_path, monkeypatch):
+    """A host that crashes (power, kernel) after the rename keeps the new checkpoint whole on
+    every file system: its data are flushed before the rename, the folder's entry after."""
+    from lmlow.checkpoint import save_checkpoint
+
+    events, real_fsync, real_replace = [], os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(("replace", str(dst)))
+        real_replace(src, dst)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    save_checkpoint({"x": 1}, tmp_path / "last.pt")
+    monkeypatch.undo()
+    assert events == [("fsync", f"{tmp_path / 'last.pt'}.tmp{os.getpid()}"),
+                      ("replace", str(tmp_path / "last.pt")), ("fsync", str(tmp_path))]
+
+
 def test_sigterm_saves_and_resume_finishes_without_duplicate_rows(corpus, reference, tmp_path):
     run, cache = tmp_path / "run", tmp_path / "cache"
     p = start(["train", corpus, "--out", run, *TRAIN], cache)

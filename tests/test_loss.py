@@ -348,3 +348,54 @@ def test_a_hopeless_target_costs_its_true_loss_not_infinity(monkeypatch, precisi
     for g, w, what in zip(got, want, ("loss", "d/dh", "d/dW", "d/db")):
         assert torch.isfinite(g).all(), what
         assert_close(g, w, what, **tol)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.2])
+def test_the_plain_cross_entropy_beside_the_smoothed_objective(eps):
+    """lm_losses gives the objective and the plain cross-entropy (what a training perplexity
+    is of): with label smoothing the two differ, and each is F.cross_entropy's."""
+    from lmlow.loss import lm_losses
+
+    m, (h, y) = untied(), inputs()
+    loss, nll = lm_losses(m, h, y, label_smoothing=eps)
+    want_loss = reference(h, m.decoder.weight, m.decoder.bias, y, eps, None)[0]
+    want_nll = reference(h, m.decoder.weight, m.decoder.bias, y, 0.0, None)[0]
+    assert loss.item() == pytest.approx(want_loss.item(), rel=1e-5)
+    assert nll.item() == pytest.approx(want_nll.item(), rel=1e-5)
+    assert not nll.requires_grad
+
+
+def test_fp16_rounds_the_softmax_gradient_after_the_loss_scale():
+    """In fp16 the gradient of the logits is rounded as a loss-scaled backward would round
+    it (x the GradScaler's scale over the tokens), so the output rows of rare words, whose
+    probabilities (p ~ rank^-2, ~1e-8) lie below fp16's normal range, keep their gradient.
+    Unscaled (as before), half the rare rows' gradient entries were 0 and their error 87%."""
+    from lmlow.loss import lm_losses
+
+    torch.manual_seed(0)
+    vocab, d, n = 10000, 200, 700
+    ranks = torch.arange(1, vocab + 1, dtype=torch.float64)
+    m = torch.nn.Module()
+    m.decoder = torch.nn.Linear(d, vocab)
+    with torch.no_grad():
+        m.decoder.bias.copy_(torch.log_softmax(-2.0 * ranks.log(), 0))
+        m.decoder.weight.uniform_(-0.1, 0.1)
+    h = torch.randn(n, d) * 0.5
+    y = torch.multinomial(m.decoder.bias.detach().exp(), n, replacement=True)
+    scale = torch.tensor(65536.0)                  # a GradScaler's first scale
+
+    def grad(fp16: bool, scaled: bool = True):
+        m.decoder.weight.grad = None
+        with torch.autocast("cpu", dtype=torch.float16, enabled=fp16):
+            loss, _ = lm_losses(m, h, y, grad_scale=scale if scaled else None)
+        (loss * scale).backward()                  # as GradScaler.scale(loss).backward()
+        return m.decoder.weight.grad / scale
+
+    ref = reference(h, m.decoder.weight, m.decoder.bias, y, 0.0, None)[2]
+    rare = slice(vocab // 2, vocab)
+
+    def rare_error(g):
+        return ((g.double() - ref)[rare].norm(dim=1) / ref[rare].norm(dim=1)).median().item()
+    assert rare_error(grad(fp16=True)) < 0.05
+    assert rare_error(grad(fp16=True, scaled=False)) > 0.5      # what the scale is for
+    assert rare_error(grad(fp16=False)) < 1e-4

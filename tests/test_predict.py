@@ -610,3 +610,26 @@ def test_threads_sets_the_model_commands_threads_and_0_follows_omp_num_threads(r
         assert torch.get_num_threads() == other
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_cgroup_cpu_quota_v1_or_v2_caps_the_threads(tmp_path):
+    """--threads 0 takes one share of the cores a quota allows: cgroup v1's cfs quota (it was
+    read from v2's cpu.max only: 64 threads in a `docker --cpus 2` on a v1 host), and v2's set
+    on a group above the process's own (a SLURM job's, its step below it)."""
+    from lmlow.cpus import cgroup_quota
+
+    proc = tmp_path / "cgroup"
+    v1 = tmp_path / "v1"
+    (v1 / "cpu" / "job").mkdir(parents=True)
+    for folder, quota in ((v1 / "cpu", "-1"), (v1 / "cpu" / "job", "150000")):
+        (folder / "cpu.cfs_quota_us").write_text(quota + "\n")
+        (folder / "cpu.cfs_period_us").write_text("100000\n")
+    proc.write_text("4:cpu,cpuacct:/job\n1:name=systemd:/job\n")
+    assert cgroup_quota(v1, proc) == 2
+    v2 = tmp_path / "v2"
+    (v2 / "slurm" / "job_1" / "step_0").mkdir(parents=True)
+    (v2 / "slurm" / "job_1" / "cpu.max").write_text("300000 100000\n")
+    (v2 / "slurm" / "job_1" / "step_0" / "cpu.max").write_text("max 100000\n")
+    proc.write_text("0::/slurm/job_1/step_0\n")
+    assert cgroup_quota(v2, proc) == 3
+    assert cgroup_quota(tmp_path / "none", proc) is None

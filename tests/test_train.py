@@ -164,6 +164,90 @@ def test_asgd_evaluates_and_saves_averaged_weights(speech_corpus, tmp_path):
     assert all(torch.equal(p, r) for p, r in zip(t.params, raw))
     resume(tmp_path / "r", quiet=True, max_steps=8)  # ASGD state survives the checkpoint
     assert load_checkpoint(tmp_path / "r" / "last.pt")["state"]["asgd"] is True
+    # `--checkpoint last` scores the average, as the validation where the run stopped did
+    # (and best.pt keeps): the raw weights scored otherwise
+    last, best = load(tmp_path / "r", checkpoint="last"), load(tmp_path / "r", checkpoint="best")
+    ck = load_checkpoint(tmp_path / "r" / "last.pt")
+    assert last.evaluate("valid").perplexity == pytest.approx(best.evaluate("valid").perplexity, rel=1e-6)
+    assert last.evaluate("valid").perplexity == pytest.approx(
+        math.exp(metrics(tmp_path / "r")[-1]["valid_loss"]), rel=1e-5)
+    raw = dict(ck["model"])
+    assert any(not torch.equal(raw[n], p) for n, p in last.model.named_parameters())
+
+
+def test_a_budget_stop_and_resume_trains_as_one_run_under_the_plateau_rule(speech_corpus, tmp_path):
+    """The validation made where --max-steps stops a run decides best.pt only: counted for the
+    plateau schedule and patience (as it was), it was a best the uninterrupted run never saw,
+    and the resumed run skipped a decay of the rate."""
+    kw = dict(max_epochs=3, seed=7, schedule="plateau", gamma=0.5, min_improvement=0.3)
+    train(cfg_for(speech_corpus, **kw), tmp_path / "full", quiet=True)
+    per_epoch = metrics(tmp_path / "full")[0]["step"]
+    train(cfg_for(speech_corpus, max_steps=int(0.8 * per_epoch), **kw), tmp_path / "part", quiet=True)
+    resume(tmp_path / "part", quiet=True, max_steps=0)
+    a = metrics(tmp_path / "full")
+    b = [r for r in metrics(tmp_path / "part") if not r.get("partial_epoch")]
+    assert [(r["valid_ppl"], r["base_lr"]) for r in a] == [(r["valid_ppl"], r["base_lr"]) for r in b]
+    sa, sb = (load_checkpoint(p / "last.pt")["state"] for p in (tmp_path / "full", tmp_path / "part"))
+    timing = ("train_seconds", "epoch_seconds")
+    assert {k: v for k, v in sa.items() if k not in timing} == {k: v for k, v in sb.items() if k not in timing}
+
+
+def test_a_run_stopped_early_stays_stopped_when_resumed(speech_corpus, tmp_path):
+    """Patience ended it at epoch 2 of 4 (see the test below): `--resume` with the same
+    settings trains nothing more (it trained a third epoch)."""
+    kw = dict(max_epochs=4, patience=1, seed=2, lr=0.01, min_improvement=0.9)
+    run = tmp_path / "r"
+    first = train(cfg_for(speech_corpus, **kw), run, quiet=True)
+    rows = metrics(run)
+    assert first["stopped_by"] == "patience" and first["epochs"] == 2
+    again = resume(run, quiet=True)
+    assert again["epochs"] == 2 and again["stopped_by"] == "patience" and metrics(run) == rows
+
+
+def test_a_kill_after_a_row_is_logged_writes_it_once(speech_corpus, tmp_path, monkeypatch):
+    """--track-frequency logs the initialisation's validation after the first last.pt: a run
+    killed before its next checkpoint held that row twice once resumed. last.pt now says how
+    many rows it knows."""
+    from lmlow.train import Trainer
+
+    def killed(self, data):
+        raise KeyboardInterrupt
+    run = tmp_path / "r"
+    with monkeypatch.context() as m:
+        m.setattr(Trainer, "_train_epoch", killed)
+        with pytest.raises(KeyboardInterrupt):
+            train(cfg_for(speech_corpus, max_epochs=1, track_frequency=True), run, quiet=True)
+    assert [r["step"] for r in metrics(run)] == [0]
+    resume(run, quiet=True)
+    steps = [(r["epoch"], r["step"]) for r in metrics(run)]
+    assert steps[0] == (0, 0) and len(steps) == len(set(steps)) == 2
+
+
+def test_too_few_tokens_a_column_for_an_update_are_refused(tmp_path):
+    """Two tokens a column (an input and its target) passed the check, then the epoch read
+    none of them: a finished run of 0 updates and train ppl 1.0. Three are the least."""
+    from conftest import write_corpus
+
+    line = "the cat sat on the mat again\n"          # 7 words + <eos>: 8 tokens
+    two = write_corpus(tmp_path / "two", line * 2, line, line)         # 16 = 2 x batch 8
+    with pytest.raises(LmlowError, match="too few for --batch-size 8 .at least 24: three a column"):
+        train(cfg_for(two), tmp_path / "r2", quiet=True)
+    assert not (tmp_path / "r2").exists()
+    three = write_corpus(tmp_path / "three", line * 3, line, line)
+    assert train(cfg_for(three, max_epochs=1), tmp_path / "r3", quiet=True)["steps"] >= 1
+
+
+def test_label_smoothing_logs_the_plain_cross_entropy(speech_corpus, tmp_path):
+    """train_ppl is a perplexity, of the cross-entropy, as valid_ppl is: with label smoothing
+    and no dropout, at a rate too small to move the weights, an epoch's training loss is the
+    same with and without smoothing (it was the smoothed objective's)."""
+    still = dict(max_epochs=1, seed=4, lr=1e-12, dropout=0.0, dropouth=0.0, dropouti=0.0,
+                 dropoute=0.0, wdrop=0.0)
+    rows = []
+    for eps in (0.0, 0.3):
+        train(cfg_for(speech_corpus, label_smoothing=eps, **still), tmp_path / f"r{eps}", quiet=True)
+        rows.append(metrics(tmp_path / f"r{eps}")[-1])
+    assert rows[1]["train_loss"] == pytest.approx(rows[0]["train_loss"], rel=1e-5)
 
 
 def test_metrics_log_the_rate_the_updates_used(speech_corpus, tmp_path):
