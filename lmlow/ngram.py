@@ -106,7 +106,8 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
     if isinstance(prune, (list, tuple)):        # the Python API's counts: checked as the flag's
         prune = ",".join(map(str, prune))
     prune = parse_prune(prune, order)
-    if not re.fullmatch(r"[1-9]\d*[bKMGTPEZY%]?", memory) or memory[-1] == "%" and int(memory[:-1]) > 100:
+    whole = re.fullmatch(r"[1-9]\d*[bKMGTPEZY%]?", memory)
+    if not whole or memory.endswith("%") and int(memory[:-1]) > 100:
         raise LmlowError(f"--memory {memory!r}: expected a whole size above 0 like GNU sort's "
                          "(lmplz takes no fraction): 1G, 500M, 20%")
     lmplz, build_binary = find_program("lmplz", BUILD_HINT), find_program("build_binary", BUILD_HINT)
@@ -143,8 +144,9 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
               train_fraction, prepared, vocab_file=None) -> NgramConfig:
     """lmplz and build_binary into temporary names, renamed into place only when both have
     finished (summary.json last): a run killed at any point leaves no half model under a final
-    name, an earlier run (--force) is removed only once both have worked, and its temporaries (``*.tmpPID``, lmplz's ``lmplz-tmp-*``) are cleared by the next
-    run, which needs no --force (an unfinished n-gram run has nothing to resume)."""
+    name, an earlier run (--force) is removed only once both have worked, and its
+    temporaries (``*.tmpPID``, lmplz's ``lmplz-tmp-*``) are cleared by the next run, which
+    needs no --force (an unfinished n-gram run has nothing to resume)."""
     out_dir = run.path
     text = temporary_path(run.lmplz_text)
     raw_arpa = temporary_path(run.lmplz_arpa)   # before <unk> is renamed
