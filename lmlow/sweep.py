@@ -308,9 +308,11 @@ def as_started(run: Run, out: Path) -> Run:
         return run
     if not folder.config.exists():
         return run
-    planned = _planned(run)
+    planned_config = _planned_config(run)
+    planned = planned_config.to_dict()
     have = Config.load(folder.config).to_dict()
-    differ = same_run_differs(have, planned)
+    sized = vector_sized(planned_config)
+    differ = [k for k in same_run_differs(have, planned) if k not in sized]
     if differ:
         k = differ[0]
         raise LmlowError(f"{folder.path}: this run was trained with {k} = {have[k]!r}, the sweep "
@@ -358,10 +360,25 @@ def refuse_lost_checkpoint(folder: RunDir) -> None:
                          "of what trained) to train this run again")
 
 
+def _planned_config(run: Run) -> Config:
+    """The run's configuration as the plan builds it."""
+    settings = dict(run.settings)
+    return build_config(settings.pop("preset"), **settings)
+
+
 def _planned(run: Run) -> dict:
     """The run's ``Config.to_dict()`` as the plan builds it."""
-    settings = dict(run.settings)
-    return build_config(settings.pop("preset"), **settings).to_dict()
+    return _planned_config(run).to_dict()
+
+
+def vector_sized(cfg: Config) -> set[str]:
+    """The sizes the vectors fix for a run of ``cfg`` (``train.built_config``): its config.json
+    records the vectors' size there, not the plan's (the preset's 200 beside 50-d vectors), so
+    they are no difference between a started run and its plan (the vectors' file is checked
+    apart, :func:`refuse_other_places`)."""
+    if cfg.pretrained_input:
+        return {"emb_size", "out_size"}
+    return {"out_size"} if cfg.pretrained_output else set()
 
 
 def resume_changes(run: Run, folder: RunDir) -> list[str]:

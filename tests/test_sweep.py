@@ -386,6 +386,24 @@ def test_a_sweep_refuses_a_plan_its_finished_runs_did_not_train_and_records_what
         assert trained[p["name"]]["precision"] == "fp32" and trained[p["name"]]["max_epochs"] == 1
 
 
+def test_a_sweep_with_vectors_of_another_size_than_the_presets_runs_again(speech_corpus, vectors,
+                                                                        tmp_path):
+    """24-d vectors under the tiny preset's 32: a pretrained run records the vectors' size,
+    and the same sweep command again (to add a seed, or to resume an interrupted run) was
+    refused, 'trained with emb_size = 24, the sweep plans emb_size = 32'."""
+    (tmp_path / "grid.toml").write_text('[runs.pretrained]\ntie = false\ninit = ["glove", "glove-output"]\n'
+                                        '[runs.random]\ntie = false\ninit = ["random"]\n')
+    args = ("sweep", speech_corpus, "--grid", tmp_path / "grid.toml", "--out", tmp_path / "s",
+            "--embeddings", vectors, "--preset", "tiny", "--max-steps", "3", "--max-epochs", "1")
+    assert lmlow(*args, "--seeds", "1").returncode == 0
+    assert json.loads((tmp_path / "s" / "pretrained.seed1" / "config.json").read_text())["emb_size"] == 24
+    r = lmlow(*args, "--seeds", "1,2")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "s" / "pretrained.seed2" / "summary.json").exists()
+    r = lmlow(*args, "--seeds", "1,2", "--emb-size", "40")   # the random run's size: another run
+    assert r.returncode != 0 and "random.seed1" in r.stderr and "emb_size = 32" in r.stderr, r.stderr
+
+
 def test_a_sweep_folders_plan_is_every_run_ever_planned_into_it(tmp_path):
     """Seeds or configurations added by a later command join the plan; a run planned again is
     replaced where it was, not repeated: the report's 'Partial: N of M' counts them all."""
