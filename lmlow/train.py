@@ -14,6 +14,7 @@ import math
 import os
 import random
 import signal
+import sys
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -135,6 +136,18 @@ def budget_spent(cfg: Config, epochs: int, steps: int, seconds: float) -> str | 
     if cfg.max_time and seconds > cfg.max_time * 60:
         return "time"
     return None
+
+
+def say(line: str) -> bool:
+    """Print a line of progress; False once stdout's reader has gone (`lmlow train ... | head`):
+    the training goes on quietly, where a closed pipe killed it between two checkpoints (an
+    epoch's validation logged, its best.pt never written)."""
+    try:
+        print(line, flush=True)
+        return True
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return False
 
 
 # --------------------------------------------------------------------------- batches
@@ -749,8 +762,8 @@ class Trainer:
                       f"{row['valid_ppl']:.2f}{extra}{speed}")
 
     def _say(self, msg: str) -> None:
-        if not self.quiet:
-            print(msg, flush=True)
+        if not self.quiet and not say(msg):
+            self.quiet = True
 
     def stopped_by(self) -> str | None:
         """Why training ended: "patience" (early stopping, the run's own convergence rule) or
@@ -831,9 +844,9 @@ def train(cfg: Config, run_dir: Path, force: bool = False, quiet: bool = False) 
             if "emb_size_asked" in r:           # --emb-size (or the preset's) gave way to the vectors
                 shape = shape.replace("-d embeddings", "-d embeddings (the vectors' size, not "
                                       f"the {r['emb_size_asked']} of the settings)", 1)
-            print(f"{arch}{trainer.cfg.describe()}; {shape}; vocabulary {r['vocabulary']}{listed}; parameters "
-                  f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}{rows}; device "
-                  f"{trainer.device}{procs}; precision {_precision(trainer)}", flush=True)
+            say(f"{arch}{trainer.cfg.describe()}; {shape}; vocabulary {r['vocabulary']}{listed}; parameters "
+                f"{r['trainable']:,} trainable, {r['frozen']:,} frozen{cov}{rows}; device "
+                f"{trainer.device}{procs}; precision {_precision(trainer)}")
         return _finish(trainer)
 
 

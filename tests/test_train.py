@@ -357,3 +357,21 @@ def test_the_python_api_trains_what_the_command_trains(speech_corpus, vectors, t
     with pytest.raises(LmlowError, match=r"^lmlow.resume: max_epochs = -1: must be >= 0$"):
         lmlow.resume(api, max_epochs=-1)
     assert len(metrics(api)) == 2
+
+
+def test_a_closed_stdout_does_not_stop_the_training(speech_corpus, tmp_path):
+    """`lmlow train ... | head -1`: the reader leaves after the start line; the training went
+    on printing, died on the closed pipe between an epoch's logged validation and its best.pt,
+    and `lmlow eval` then scored the untrained last.pt. It finishes now, quietly."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "r"
+    cmd = (f"{sys.executable} -m lmlow.cli train {speech_corpus} --out {run} --preset tiny "
+           f"--max-epochs 2 --threads 1 | head -1")
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
+                       env={**__import__("os").environ, "LMLOW_CACHE_DIR": str(tmp_path / "cache")})
+    assert p.stdout.count("\n") == 1 and "vocabulary" in p.stdout, p.stdout + p.stderr
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["epochs"] == 2 and (run / "best.pt").exists()
+    assert load(run).evaluate("valid").perplexity == pytest.approx(summary["best_valid_ppl"], rel=1e-5)
