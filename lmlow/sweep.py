@@ -376,9 +376,8 @@ def vector_sized(cfg: Config) -> set[str]:
     records the vectors' size there, not the plan's (the preset's 200 beside 50-d vectors), so
     they are no difference between a started run and its plan (the vectors' file is checked
     apart, :func:`refuse_other_places`)."""
-    if cfg.pretrained_input:
-        return {"emb_size", "out_size"}
-    return {"out_size"} if cfg.pretrained_output else set()
+    return ({"emb_size"} if cfg.pretrained_input else set()) | (
+        {"out_size"} if cfg.pretrained_output else set())
 
 
 def resume_changes(run: Run, folder: RunDir) -> list[str]:
