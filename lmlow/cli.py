@@ -8,7 +8,8 @@ import json
 import os
 import sys
 
-from lmlow.errors import LmlowError, Terminated, check_stop, out_of_memory, request_stop
+from lmlow.errors import (LmlowError, Terminated, check_stop, out_of_memory, request_stop,
+                          silence_stdout)
 from lmlow.flags import settings_from
 from lmlow.parsers import build_parser
 
@@ -343,7 +344,7 @@ def _stopped(e: BaseException, debug: bool) -> int:
     from lmlow.files import WRITE_ERRORS
 
     if isinstance(e, BrokenPipeError):       # e.g. `lmlow stats ... | head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_stdout()
         return 141
     if isinstance(e, KeyboardInterrupt):
         print("lmlow: interrupted", file=sys.stderr)

@@ -1,7 +1,9 @@
 """The one exception type users see: the CLI prints its message as one line, no traceback;
 and how a command hears SIGINT and SIGTERM."""
+import os
 import re
 import signal
+import sys
 from contextlib import contextmanager
 
 
@@ -44,6 +46,16 @@ def out_of_memory(e: BaseException) -> str | None:
     asked = f": could not allocate {size} more" if size else ""
     return (f"out of {'GPU ' if gpu else ''}memory{asked}; a smaller model (--hidden-size, --emb-size, "
             "vocabulary), --batch-size or --eval-batch-size needs less")
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone (`lmlow stats ... | head`): the
+    next print, and Python's flush at exit, would raise BrokenPipeError again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 _stop_requested = False

@@ -37,7 +37,7 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.external import find_program, run_program
 from lmlow.files import atomic_path, atomic_write_json, temporary_path
-from lmlow.ngram_run import PLACEHOLDER, RESERVED, NgramConfig
+from lmlow.ngram_run import PLACEHOLDER, RESERVED, NgramConfig, unseen_words
 from lmlow.rundir import NGRAM, RunDir
 
 MAX_ORDER = 6                      # KENLM_MAX_ORDER of build_binary and the kenlm module
@@ -234,12 +234,6 @@ def peak_rss_mb(stderr: str) -> float | None:
     """lmplz reports its peak resident memory (RSSMax, kB) on its last line."""
     m = re.search(r"RSSMax:(\d+) kB", stderr)
     return round(int(m.group(1)) / 1024, 1) if m else None
-
-
-def unseen_words(vocab: Vocabulary) -> list[int]:
-    """The vocabulary's words (not ``<unk>`` or ``<eos>``) of count 0 in the text lmplz reads
-    (its counts are that text's, :func:`lmlow.data.corpus.training_ids`)."""
-    return [i for i, c in enumerate(vocab.counts) if not c and i not in (vocab.unk_id, vocab.eos_id)]
 
 
 def rename_unk(src: Path, dst: Path, has_unk: bool, keep_placeholder: bool = False) -> None:

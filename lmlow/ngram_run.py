@@ -75,6 +75,15 @@ class NgramConfig:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+def unseen_words(vocab: Vocabulary) -> list[int]:
+    """The vocabulary's words (not ``<unk>`` or ``<eos>``) of count 0 in the text lmplz reads
+    (its counts are that text's, :func:`lmlow.data.corpus.training_ids`, and the run folder's
+    vocab.txt keeps them): the estimate keeps the placeholder apart from KenLM's ``<unk>``
+    when there are any, and the scorer shares KenLM's ``<unk>`` among them. lmplz never
+    prunes unigrams, so they are exactly the words missing from the model."""
+    return [i for i, c in enumerate(vocab.counts) if not c and i not in (vocab.unk_id, vocab.eos_id)]
+
+
 class NgramRun(Scorer):
     """A KenLM run folder as a scorer. KenLM scores every line from ``<s>``: it never carries
     state across lines, so ``reset_lines`` changes nothing."""
@@ -113,8 +122,14 @@ class NgramRun(Scorer):
         over the LSTM's vocabulary, so both are scored on the same events. Where training had
         ``<unk>``, it is a word of its own (:mod:`lmlow.ngram`) and the n words share KenLM's
         ``<unk>`` (log(1 / n)); where it had none, ``<unk>`` is one of the n + 1 sharing it."""
-        unseen = [i for i, w in enumerate(self.kenlm_words)
-                  if i not in (self.vocab.unk_id, self.vocab.eos_id) and w not in self.model]
+        unseen = unseen_words(self.vocab)
+        special = (self.vocab.unk_id, self.vocab.eos_id)
+        missing = sum(w not in self.model for i, w in enumerate(self.kenlm_words) if i not in special)
+        if missing != len(unseen):       # counts of another text (an lmlow of 2026-11-25
+            # recorded the whole split's under --train-fraction), or an edited vocab.txt
+            raise LmlowError(f"{self.run.vocab}: {len(unseen)} words of count 0, but the model "
+                             f"lacks {missing}: estimate it again with the same `lmlow ngram` "
+                             "command and --force")
         if not unseen:
             return None
         if not self.trained_unk and self.vocab.counts[self.vocab.unk_id]:

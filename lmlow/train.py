@@ -35,7 +35,7 @@ from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
                                leave, rank_seed, require_processes, world_from_env, wrap)
-from lmlow.errors import Interrupted, LmlowError, caught_signals
+from lmlow.errors import Interrupted, LmlowError, caught_signals, silence_stdout
 from lmlow.evaluate import lstm_logprobs, valid_bins
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
 from lmlow.frozen_rows import FrozenRows, describe_rows
@@ -146,7 +146,7 @@ def say(line: str) -> bool:
         print(line, flush=True)
         return True
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_stdout()
         return False
 
 

@@ -3,6 +3,7 @@ UNK rule and report as the LSTM runs."""
 import collections
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 from conftest import write_corpus, lmlow
 from lmlow.data.corpus import Corpus
+from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import LN10
 from lmlow.external import find_program
@@ -274,6 +276,15 @@ def test_trained_unk_keeps_its_probability_beside_unseen_words(speech_corpus, tm
     (run / "model.arpa").rename(tmp_path / "kept.arpa")
     rename_unk(tmp_path / "kept.arpa", run / "model.arpa", has_unk=True)
     with pytest.raises(LmlowError, match="estimate it again .* --force"):
+        NgramRun(run)
+    # vocab.txt's counts from another text than the model's (the whole split's, as an lmlow
+    # of 2026-11-25 kept under --train-fraction): refused, not scored with a wrong share
+    os.replace(tmp_path / "kept.arpa", run / "model.arpa")
+    NgramRun(run)
+    whole = Vocabulary.load(run / "vocab.txt")
+    whole.counts[unseen[0]] = 1
+    whole.save(run / "vocab.txt", with_counts=True)
+    with pytest.raises(LmlowError, match="vocab.txt: .* words of count 0, but the model lacks"):
         NgramRun(run)
 
 

@@ -353,6 +353,21 @@ def test_a_terminal_is_read_as_typed(runs, command):
     assert p.returncode == 0, p.stderr.read()
 
 
+def test_a_reader_that_leaves_early_ends_the_command_quietly(runs, tmp_path):
+    """`lmlow score RUN FILE | head -1`: once head has gone, the command stops as `cat` does,
+    with 141 (128 + SIGPIPE) and nothing on stderr, not a BrokenPipeError's traceback."""
+    import subprocess
+    import sys
+
+    lstm, _ = runs
+    f = tmp_path / "many.txt"
+    f.write_text("the people of this nation\n" * 3000)       # far more than a pipe's 64 KiB
+    cmd = f"{sys.executable} -m lmlow.cli score {lstm} {f}; echo rc=$? >&2"
+    p = subprocess.run(["bash", "-c", f"({cmd}) | head -1"], capture_output=True, text=True)
+    assert p.stdout.count("\n") == 1
+    assert p.stderr == "rc=141\n", p.stderr
+
+
 @pytest.mark.parametrize("name", ["/dev/stdin", "-"])
 def test_lines_through_a_pipe_are_scored_as_they_come(runs, tmp_path, name):
     """`lmlow score RUN /dev/stdin` (or `-`, the Unix habit, which was "-: no such file"), as
