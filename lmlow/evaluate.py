@@ -67,9 +67,11 @@ class Evaluation:
         """What `lmlow eval` prints: the perplexities, then the frequency bins as a table."""
         from lmlow.tables import markdown
 
+        literal = self.unk_tokens - self.oov_tokens
         head = (f"{name} on {self.split}: perplexity {self.perplexity:.2f} "
                 f"({self.perplexity_excluding_unk:.2f} excluding <unk>); {self.tokens} tokens, "
-                f"{self.unk_tokens} <unk> targets ({self.oov_tokens} out of vocabulary)"
+                f"{self.unk_tokens} <unk> targets ({self.oov_tokens} words out of the vocabulary"
+                + (f", {literal} <unk> in the text)" if literal else ")")
                 + ("; lines scored independently" if lines_independent else ""))
         table = markdown(["training frequency", "tokens", "perplexity"],
                          [_bin_row(b) for b in self.bins], digits=4)
@@ -182,8 +184,11 @@ class Scorer(ABC):
         """Perplexity on a split of the corpus (or of another folder with the same words)."""
         enc = self.corpus(corpus).encode(split)
         lp = self.token_logprobs(enc.ids, reset_lines=reset_lines)
+        # out of vocabulary: every word read as <unk> (by the UNK rule or in no vocabulary), as
+        # `score`'s flag and `stats`'s OOV rate count it; a literal <unk> is not a word's
+        oov = enc.stats.unk_tokens - enc.stats.literal_unk
         return evaluate_logprobs(split, enc.ids, lp, self.vocab.count_array(), self.vocab.unk_id,
-                                 enc.stats.oov_tokens, eos_id=self.vocab.eos_id)
+                                 oov, eos_id=self.vocab.eos_id)
 
     def score(self, sentence: str | list[str], raw: bool = False) -> list[tuple[str, float, bool]]:
         """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,

@@ -2,6 +2,7 @@
 n-gram and their mixture sums to one over the vocabulary and gives each word the probability
 `lmlow score` gives it in that place; the command lists the most probable words. And
 `lmlow score --interpolate`: a reranker's mixed sentence scores."""
+import collections
 import json
 import math
 import re
@@ -351,6 +352,26 @@ def test_a_terminal_is_read_as_typed(runs, command):
         os.close(typed)
         os.close(terminal)
     assert p.returncode == 0, p.stderr.read()
+
+
+def test_out_of_vocabulary_means_one_thing_in_eval_score_and_stats(runs, speech_corpus):
+    """At K = 2 a valid word seen once in training is read as <unk>: `eval` counted it as no
+    out-of-vocabulary word (0), `score` flagged it and `stats` put it in the OOV rate. Now all
+    three count the words read as <unk>, here from the text itself."""
+    from lmlow.data.corpus import Corpus
+    from lmlow.data.stats import corpus_stats
+
+    lstm, kn = runs
+    train = collections.Counter((speech_corpus / "train.txt").read_text().split())
+    valid = (speech_corpus / "valid.txt").read_text().split()
+    rare = sum(train[w] < 2 for w in valid)
+    assert rare > 20 and "<unk>" not in train
+    for run in (lstm, kn):
+        ev = load(run).evaluate("valid")
+        flagged = sum(sum(r["oov"]) for r in load(run).score_file(speech_corpus / "valid.txt"))
+        assert ev.oov_tokens == ev.unk_tokens == flagged == rare
+    oov = corpus_stats(Corpus(speech_corpus, 2, show_progress=False), thresholds=[2])["oov"]["valid"]
+    assert oov["tokens"] == rare
 
 
 def test_a_reader_that_leaves_early_ends_the_command_quietly(runs, tmp_path):

@@ -141,9 +141,12 @@ def format_stats(s: dict) -> str:
                         [[k, v["lines"], v["words"], v["types"], v["literal_unk"]]
                          for k, v in s["sizes"].items()]))
     t4 = s["table4"]
-    cols = [c for c in ("train", "pretrain", "train_in_pretrain") if c in t4]
+    # Table 4's three column pairs: rare in the training text, rare in the pretraining text,
+    # and the training words rare (or absent) in the pretraining text, weighted as in training
+    labels = {"train": "train", "pretrain": "pretrain", "train_in_pretrain": "train, rare in pretrain,"}
+    cols = [c for c in labels if c in t4]
     out += ["", "Rare words (% occurring five times or fewer; Table 4):", ""]
-    out.append(markdown(["", *[f"{c} {u}" for c in cols for u in ("types", "tokens")]],
+    out.append(markdown(["", *[f"{labels[c]} {u}" for c in cols for u in ("types", "tokens")]],
                         [["%", *[t4[c][k] for c in cols for k in ("types_pct", "tokens_pct")]]]))
     out += ["", "Share replaced by the UNK rule, % (Table 3):", ""]
     rows = [[f"K={k}", s["unk_rule_vocabulary"][k],
