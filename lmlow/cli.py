@@ -210,8 +210,11 @@ def cmd_analyze(args) -> None:
 
 def cmd_compare(args) -> None:
     from lmlow.analysis import CompareOptions, compare, compare_markdown, compare_table, write_compare
+    from lmlow.analysis.commands import check_compare_out
     from lmlow.tables import to_csv
 
+    if args.out:
+        check_compare_out(args.out, args.force)     # before the notes on the runs
     rows = compare(args.runs, **settings_from(args, CompareOptions))
     if args.out:
         write_compare(rows, args.out, args.force)

@@ -30,16 +30,19 @@ def detect_format(path: Path) -> str:
         return "gensim"
     if path.suffix == ".npz":
         return "npz"
-    if path.suffix == ".bin":
+    if path.suffix == ".bin" or path.name.endswith(".bin.gz"):
         return "word2vec-bin"
     with open_binary(path) as f:     # read as every text line is: bounded, a bad .gz in one line
-        first = next((raw for _, raw in numbered_lines(path, f)), b"")
-    if not first:
+        # the first line that is not blank (blank lines are skipped, as corpora skip them)
+        lineno, first = next(((n, raw) for n, raw in numbered_lines(path, f) if raw.strip()),
+                             (0, b""))
+    if not lineno:
         raise LmlowError(f"{path}: empty file")
-    if not first.strip():
-        raise LmlowError(f"{path}:1: empty first line; expected a vector or a 'COUNT DIM' header")
-    fields = decode_line(path, 1, first).split()
+    fields = decode_line(path, lineno, first).split()
     header = len(fields) == 2 and all(x.isascii() and x.isdigit() for x in fields)
+    if header and lineno > 1:        # the readers take line 1 for the header
+        raise LmlowError(f"{path}:{lineno}: a 'COUNT DIM' header after {lineno - 1} blank "
+                         "line(s); it must be the first line")
     return "word2vec-text" if header else "glove"
 
 
@@ -77,14 +80,19 @@ def _load_binary(path: Path, fmt: str):
     try:
         if fmt == "gensim":
             kv = KeyedVectors.load(str(path))
+            kv = getattr(kv, "wv", kv)          # a whole Word2Vec/FastText model: its vectors
+            if not isinstance(kv, KeyedVectors):
+                raise LmlowError(f"{path}: a gensim {type(kv).__name__}, not word vectors "
+                                 "(KeyedVectors, or a model with .wv)")
         elif fmt == "npz":
             kv = _load_npz(path)
         else:
-            kv = KeyedVectors.load_word2vec_format(str(path), binary=True, unicode_errors="strict")
+            kv = read_binary_vectors(path)
     except LmlowError:
         raise
     except Exception as e:
         raise LmlowError(f"{path}: cannot read {fmt} vectors ({type(e).__name__}: {e})") from None
+    kv = _without_unusable_words(path, kv)
     bad = np.flatnonzero(~np.isfinite(kv.vectors).all(axis=1))
     if len(bad):
         raise LmlowError(f"{path}: vector of {kv.index_to_key[bad[0]]!r} has NaN or infinite "
@@ -93,6 +101,93 @@ def _load_binary(path: Path, fmt: str):
         raise LmlowError(f"{path}: no vectors")
     if kv.vector_size == 0:
         raise LmlowError(f"{path}: vectors of 0 dimensions")
+    return kv
+
+
+def _without_unusable_words(path: Path, kv):
+    """A binary file's vectors with the checks the text reader makes of its words: an empty
+    word is refused (it would be a vocabulary row no token reads), a word holding a space is
+    left out with a note (no corpus token has one, and ``vocab --out`` then ``--vocab`` read
+    it back as two words)."""
+    words = kv.index_to_key
+    if "" in kv.key_to_index:
+        raise LmlowError(f"{path}: vector {kv.key_to_index['']} has an empty word")
+    spaced = [i for i, w in enumerate(words) if UNICODE_SPACE.search(w)]
+    if not spaced:
+        return kv
+    from gensim.models import KeyedVectors
+
+    from lmlow.data.textio import note_once
+    note_once(path, "spaced", f"{len(spaced)} vectors of words with spaces in them skipped "
+              f"(no corpus token has a space); the first, {words[spaced[0]]!r}, vector "
+              f"{spaced[0]}")
+    keep = np.setdiff1d(np.arange(len(words)), spaced)
+    if not len(keep):
+        raise LmlowError(f"{path}: no vectors")
+    out = KeyedVectors(kv.vector_size)
+    out.add_vectors([words[i] for i in keep], kv.vectors[keep])
+    return out
+
+
+BINARY_CHUNK = 1 << 20
+
+
+def read_binary_vectors(path: Path):
+    """word2vec's binary format (``COUNT DIM`` line, then each word, a space and DIM
+    little-endian float32 values, a line feed after each vector or not), plain or ``.gz``,
+    read by lmlow rather than gensim, which kept the first of a duplicate word and stopped at
+    the header's count, both silently: every vector is read, a duplicate word, a count that
+    is not the file's, invalid UTF-8 and a text file named ``.bin`` are refused in one line."""
+    from gensim.models import KeyedVectors
+
+    from lmlow.data.textio import open_binary
+    with open_binary(path) as f:
+        head = f.readline(256)
+        fields = head.split()
+        if len(fields) != 2 or not all(x.isdigit() for x in fields) or not head.endswith(b"\n"):
+            raise LmlowError(f"{path}:1: expected word2vec's 'COUNT DIM' header line")
+        count, dim = map(int, fields)
+        if not count or not dim:
+            raise LmlowError(f"{path}:1: the header says {count} vectors of {dim} dimensions")
+        width = 4 * dim
+        if path.suffix == ".bin" and count * (width + 2) > path.stat().st_size:
+            raise LmlowError(f"{path}:1: the header says {count} vectors of {dim} dimensions; "
+                             f"the file is too short for them ({path.stat().st_size:,} bytes)")
+        kv = KeyedVectors(dim, count=count)
+        index, buf, pos = {}, b"", 0
+        for i in range(count):
+            while True:                  # the word: after any line feed, up to its space
+                start = pos
+                while start < len(buf) and buf[start] in b" \n\r\t":
+                    start += 1
+                end = buf.find(b" ", start)
+                if end >= 0 and len(buf) >= end + 1 + width:
+                    break
+                more = f.read(BINARY_CHUNK)
+                if not more:
+                    raise LmlowError(f"{path}: the header says {count} vectors; the file "
+                                     f"ends after {i}")
+                if end < 0 and len(buf) - start > 4096:
+                    raise LmlowError(f"{path}: vector {i + 1}: no word of 4 KiB or less; not "
+                                     "word2vec's binary format")
+                buf, pos = buf[pos:] + more, 0
+            try:
+                word = buf[start:end].decode("utf-8")
+            except UnicodeDecodeError:
+                raise LmlowError(f"{path}: vector {i + 1}: its word is not valid UTF-8") from None
+            raw = buf[end + 1:end + 1 + width]
+            if i == 0 and not raw.strip(b"0123456789+-.eE \n\r\t"):
+                raise LmlowError(f"{path}: its first vector is written as text; word2vec text "
+                                 "vectors need a name not ending in .bin (e.g. .txt)")
+            if word in index:
+                raise LmlowError(f"{path}: vector {i + 1}: duplicate word {word!r} (first at "
+                                 f"vector {index[word] + 1})")
+            kv.vectors[i] = np.frombuffer(raw, dtype="<f4")
+            index[word] = i
+            pos = end + 1 + width
+        if buf[pos:].strip() or f.read(BINARY_CHUNK).strip():
+            raise LmlowError(f"{path}:1: the header says {count} vectors; the file has more")
+    kv.index_to_key, kv.key_to_index, kv.next_index = list(index), index, len(index)
     return kv
 
 
@@ -162,6 +257,10 @@ def _read_text_lines(path: Path, header: bool, dim: int, count: int | None, line
                                  "(inconsistent dimensions)")
             row = (_values(path, lineno, word, fields[cut:])
                    if store or lineno <= VALUES_CHECKED else None)
+            if cut > 1 and all(map(_is_number, fields[1:cut])):
+                raise LmlowError(f"{path}:{lineno}: {n} values for "
+                                 f"{decode_line(path, lineno, fields[0])!r}, expected {dim} "
+                                 "(inconsistent dimensions)")
             if cut > 1 or not word.isascii() and UNICODE_SPACE.search(word):
                 spaced.append((lineno, word))
                 continue
@@ -296,6 +395,7 @@ def _load_npz(path: Path):
 
 
 NEIGHBOURS = 8                  # how many `lmlow neighbours` shows by default
+BLOCK = 65536                   # rows converted to float64 at a time
 NO_OTHER: tuple = ()            # a word with a vector, but no other word's has a direction
 
 
@@ -308,13 +408,17 @@ def neighbours(kv, word: str, top: int = NEIGHBOURS) -> list[tuple[str, float]] 
     i = kv.key_to_index.get(word)
     if i is None:
         return []
-    kv.fill_norms()                         # gensim keeps the norms from one word to the next
-    norms = kv.norms
+    norms = _norms(kv)
     if norms[i] == 0:
         return None
     pointing = norms > 0
-    with np.errstate(divide="ignore", invalid="ignore"):   # no copy of the matrix: one row
-        sims = (kv.vectors @ kv.vectors[i]).astype(np.float64) / (norms * norms[i])
+    # in float64 (float32's norms and products overflow at 1e19 and vanish at 1e-23), a block
+    # of rows at a time: no float64 copy of the matrix
+    row, sims = kv.vectors[i].astype(np.float64), np.empty(len(kv))
+    for a in range(0, len(kv), BLOCK):
+        sims[a:a + BLOCK] = kv.vectors[a:a + BLOCK].astype(np.float64) @ row
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sims /= norms * norms[i]
     sims[~pointing] = -np.inf
     sims[i] = -np.inf
     top = min(top, int(pointing.sum()) - 1)
@@ -323,6 +427,18 @@ def neighbours(kv, word: str, top: int = NEIGHBOURS) -> list[tuple[str, float]] 
     best = np.argpartition(-sims, top - 1)[:top]
     best = best[np.lexsort((best, -sims[best]))]
     return [(kv.index_to_key[j], float(sims[j])) for j in best]
+
+
+def _norms(kv) -> np.ndarray:
+    """Each vector's length in float64, kept on ``kv`` from one word to the next (gensim's
+    ``fill_norms`` is float32's)."""
+    if getattr(kv, "_lmlow_norms", None) is None or len(kv._lmlow_norms) != len(kv):
+        norms = np.empty(len(kv))
+        for a in range(0, len(kv), BLOCK):          # a block at a time: no float64 matrix
+            block = kv.vectors[a:a + BLOCK].astype(np.float64)
+            norms[a:a + len(block)] = np.sqrt(np.einsum("ij,ij->i", block, block))
+        kv._lmlow_norms = norms
+    return kv._lmlow_norms
 
 
 def format_neighbours(result: dict[str, list[tuple[str, float]] | None]) -> str:

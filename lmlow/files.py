@@ -391,12 +391,7 @@ def staged_outputs(out: Path, names: list[str], force: bool = False,
     earlier one's."""
     out = Path(out)
     names = list(names) + [n for n in optional if n not in names]
-    if not trusted:
-        refuse_link_folder(out)
-    targets = [out / n for n in names]
-    for t in targets:
-        refuse_link(t)
-    refuse_overwrite(targets, force)
+    targets = check_outputs(out, names, force, trusted)
     created = make_folder(out)
     lock = None
     stage = out / f"{STAGE_PREFIX}{os.getpid()}"
@@ -423,6 +418,21 @@ def staged_outputs(out: Path, names: list[str], force: bool = False,
             os.close(lock)
         if created and not any(t.exists() for t in targets):
             remove_if_empty(created)
+
+
+def check_outputs(out: Path, names: list[str], force: bool = False,
+                  trusted: bool = True) -> list[Path]:
+    """:func:`staged_outputs`' checks of ``out`` and the files ``names`` in it, which a
+    command can make before its work (and its notes), so that a refused output is its one
+    line: no link, nothing overwritten without ``force``, a folder that can be made."""
+    out = Path(out)
+    if not trusted:
+        refuse_link_folder(out)
+    targets = [out / n for n in names]
+    for t in targets:
+        refuse_link(t)
+    refuse_overwrite(targets, force)
+    return targets
 
 
 def remove_stale_stages(folder: Path, names: list[str] = ()) -> list[Path]:
@@ -481,7 +491,7 @@ def refuse_overwrite(paths, force: bool) -> None:
     each path's folder can be made (no file or dangling link where a folder must be)."""
     for p in map(Path, paths):
         refuse_special(p)
-        if not force and p.exists():
+        if not force and os.path.lexists(p):      # a dangling link too: the user's
             raise LmlowError(f"{p} exists; pass --force to overwrite it")
         check_folder_possible(p.parent)
 

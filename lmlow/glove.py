@@ -50,10 +50,12 @@ from lmlow.files import atomic_path, pid_alive, refuse_compressed, refuse_overwr
 from lmlow.progress import epochs_bar, progress
 
 RAW_UNK = "<lmlow-text-unk>"   # a literal <unk> of the text, renamed: the tool reserves <unk>
-# Stanford GloVe reads a word into a buffer of 1000 bytes: a longer one (a base64 blob, a
-# minified line) overran it and the tools went on to diverge, reported as a learning rate
-# problem. Such words get no vector and are left out of the text the tools read.
-GLOVE_MAX_BYTES = 1000
+# Stanford GloVe reads a word into a buffer of 1000 bytes (MAX_STRING_LENGTH) and keeps at most
+# 998 of them (get_word: `if (i >= MAX_STRING_LENGTH - 1) i--`): a longer word (a base64 blob,
+# a minified line) is cut, and the cut word is in no vocabulary (999 bytes: its vector stays
+# random; far longer ones made the tools diverge, reported as a learning rate problem). Such
+# words get no vector and are left out of the text the tools read.
+GLOVE_MAX_BYTES = 998
 
 
 @dataclass

@@ -58,6 +58,9 @@ class NgramOptions:
                                 "(default: no pruning)", metavar="COUNTS")
     embeddings: str | None = setting(None, "pretrained vectors whose words --extend-vocab adds "
                                      "(the LSTM's --embeddings)", metavar="FILE")
+    allow_pickle: bool = setting(False, "allow gensim .kv/.model vector files: they are "
+                                 "pickles, which can run code when loaded (only for files you "
+                                 "trust)", switch=True)
     extend_vocab: bool = setting(False, "add the words of --embeddings to the vocabulary, as the "
                                  "LSTM's --extend-vocab does (K=0 only): the n-gram never saw "
                                  "them, so they share KenLM's <unk> probability equally with "
@@ -116,7 +119,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
     extra = ()
     if extend_vocab:
         from lmlow.embeddings import vector_words
-        extra = vector_words(Path(embeddings))
+        extra = vector_words(Path(embeddings), opts.allow_pickle)
     corpus = Corpus(corpus_dir, unk_threshold, extra, show_progress=not quiet,
                     vocab_file=opts.vocab)
     vocab = corpus.vocab

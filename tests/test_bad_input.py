@@ -325,6 +325,9 @@ CASES = [
     (["unk", "C", "--out", "L"], "L: a symbolic link to", None),
     (["embed", "C/train.txt", "--out", "L/v.txt"], "L: a symbolic link to", None),
     (["vocab", "C", "--out", "L/v.txt"], "L: a symbolic link to", None),
+    # a dangling link at the output itself is the user's too (replaced, without --force)
+    (["vocab", "C", "--out", "L"], "dangling exists; pass --force to overwrite it", None),
+    (["embed", "C/train.txt", "--out", "L"], "dangling exists; pass --force to overwrite it", None),
     (["vocab", "C", "--out", "F/v.txt"], "F: exists and is not a folder", None),
     (["analyze", "R", "--out", "L"], "L: a symbolic link to", None),
     (["export", "N", "--out", "O/m.pt2"], "an n-gram run; its model.bin and model.arpa", "O"),

@@ -254,3 +254,115 @@ def test_a_word_with_a_unicode_space_is_skipped_as_a_spaced_word(tmp_path, capsy
     kv = load_vectors(f)
     assert list(kv.index_to_key) == ["the", "union", "senate", "caf\u00e9"]
     assert "1 vectors of words with spaces in them skipped" in capsys.readouterr().err
+
+
+def write_bin(path, header, items, line_feeds=True):
+    """word2vec's binary format as its C tool writes it: header, then word, space, float32s."""
+    with open(path, "wb") as f:
+        f.write(header.encode() + b"\n")
+        for word, values in items:
+            f.write(word.encode() + b" " + np.asarray(values, dtype="<f4").tobytes()
+                    + (b"\n" if line_feeds else b""))
+    return path
+
+
+THREE = [("the", [0.1, 0.2, 0.3]), ("cat", [0.4, 0.5, 0.6]), ("dog", [0.7, 0.8, 0.95])]
+
+
+@pytest.mark.parametrize("header, items, message", [
+    # gensim kept the first of a duplicate and stopped at the header's count, silently
+    ("3 3", [*THREE[:2], ("the", [1, 2, 3])], "v.bin: vector 3: duplicate word 'the' (first at vector 1)"),
+    ("2 3", THREE, "v.bin:1: the header says 2 vectors; the file has more"),
+    ("3 4", THREE, "v.bin: the header says 3 vectors; the file ends after"),   # misread
+    ("3 x", THREE, "v.bin:1: expected word2vec's 'COUNT DIM' header line"),
+    ("2 3", [("caf\udce9", [1, 2, 3]), ("the", [1, 2, 3])], "v.bin: vector 1: its word is not valid UTF-8"),
+])
+def test_word2vec_binary_is_read_whole_and_checked(tmp_path, header, items, message):
+    f = tmp_path / "v.bin"
+    with open(f, "wb") as out:
+        out.write(header.encode() + b"\n")
+        for word, values in items:
+            out.write(word.encode("utf-8", "surrogateescape") + b" "
+                      + np.asarray(values, dtype="<f4").tobytes() + b"\n")
+    with pytest.raises(LmlowError, match=re.escape(message)):
+        load_vectors(f)
+    with pytest.raises(LmlowError, match=re.escape(message)):
+        vector_words(f)
+
+
+def test_word2vec_binary_variants_read_as_gensims_reader_reads_them(tmp_path):
+    """With and without the line feed after each vector, gzipped: gensim's own reader's vectors;
+    a word2vec *text* file named .bin (its values read as float32 bytes made vectors of 1e-19)
+    is refused."""
+    import gzip
+    import shutil
+
+    from gensim.models import KeyedVectors
+
+    plain = write_bin(tmp_path / "a.bin", "3 3", THREE)
+    bare = write_bin(tmp_path / "b.bin", "3 3", THREE, line_feeds=False)
+    with open(plain, "rb") as src, gzip.open(tmp_path / "c.bin.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    want = KeyedVectors.load_word2vec_format(str(plain), binary=True)
+    for f in (plain, bare, tmp_path / "c.bin.gz"):
+        kv = load_vectors(f)
+        assert kv.index_to_key == want.index_to_key == ["the", "cat", "dog"]
+        assert np.array_equal(kv.vectors, want.vectors)
+    text = write(tmp_path, "t.bin", "3 3\n" + GLOVE)
+    with pytest.raises(LmlowError, match="t.bin: its first vector is written as text"):
+        load_vectors(text)
+
+
+def test_a_line_with_more_values_than_the_others_is_refused_not_skipped(tmp_path):
+    """`the 0.1 0.2 0.3 0.4 0.5` among 3-d vectors was taken for the word "the 0.1 0.2" and
+    skipped as a word with spaces (the word lost its vector, with a misleading note)."""
+    f = write(tmp_path, "v.txt", GLOVE + "cat 0.1 0.2 0.3 0.4 0.5\ndog 0.1 0.2 0.3\n")
+    for read in (load_vectors, vector_words):
+        with pytest.raises(LmlowError, match=re.escape(
+                "v.txt:4: 5 values for 'cat', expected 3 (inconsistent dimensions)")):
+            read(f)
+
+
+def test_blank_lines_before_the_vectors_are_skipped_a_late_header_is_refused(tmp_path):
+    assert vector_words(write(tmp_path, "g.txt", "\n\n" + GLOVE)) == ["the", "union", "senate"]
+    with pytest.raises(LmlowError, match=re.escape("w.txt:2: a 'COUNT DIM' header after 1 blank")):
+        load_vectors(write(tmp_path, "w.txt", "\n3 3\n" + GLOVE))
+
+
+def test_binary_formats_check_their_words_as_text_does(tmp_path, capsys):
+    """An .npz word with a space is skipped with a note (it made a vocabulary word that
+    `vocab --out` then `--vocab` read back as two), an empty word refused."""
+    def npz(name, words):
+        np.savez(tmp_path / name, words=np.array(words, dtype=str),
+                 vectors=np.ones((len(words), 3), dtype=np.float32) * np.arange(1, 4))
+        return tmp_path / name
+
+    assert vector_words(npz("s.npz", ["the", "cat dog", "dog"])) == ["the", "dog"]
+    assert "1 vectors of words with spaces in them skipped" in capsys.readouterr().err
+    assert load_vectors(tmp_path / "s.npz").index_to_key == ["the", "dog"]
+    with pytest.raises(LmlowError, match="e.npz: vector 1 has an empty word"):
+        vector_words(npz("e.npz", ["the", "", "dog"]))
+
+
+def test_a_whole_gensim_model_gives_its_vectors(tmp_path):
+    """A Word2Vec model saved whole (.model) was an AttributeError traceback: its .wv is read."""
+    from gensim.models import Word2Vec
+
+    model = Word2Vec([["the", "cat", "sat"], ["the", "dog", "sat"]] * 5, vector_size=4,
+                     min_count=1, epochs=1, workers=1, seed=1)
+    model.save(str(tmp_path / "w.model"))
+    kv = load_vectors(tmp_path / "w.model", allow_pickle=True)
+    assert kv.index_to_key == model.wv.index_to_key and np.array_equal(kv.vectors, model.wv.vectors)
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e-30])
+def test_neighbours_of_very_long_or_short_vectors_are_their_cosines(tmp_path, scale):
+    """Finite values of 1e20 overflowed float32's norms (the word its own neighbour, at -inf),
+    values of 1e-30 vanished (called a vector of zeros): cosine is computed in float64."""
+    kv = load_vectors(write(tmp_path, "v.txt", "".join(
+        f"{w} {' '.join(f'{x * scale:g}' for x in v)}\n" for w, v in THREE)))
+    got = neighbours(kv, "the")
+    m = kv.vectors.astype(np.float64)
+    cos = m @ m[0] / np.linalg.norm(m, axis=1) / np.linalg.norm(m[0])
+    assert [w for w, _ in got] == ["cat", "dog"]
+    assert [s for _, s in got] == pytest.approx([cos[1], cos[2]], rel=1e-9)

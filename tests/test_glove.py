@@ -154,22 +154,27 @@ def test_every_line_end_gets_an_eos_vector_unless_asked_not_to(tmp_path):
 
 
 def test_a_word_too_long_for_glove_gets_no_vector_and_is_named(tmp_path):
-    """Stanford GloVe holds a word in 1000 bytes: a 1001-byte word (a base64 blob in a
-    technical text) overran its buffer and training ended in "GloVe diverged; lower
-    --learning-rate". Now such a word is left out, with its count and first FILE:LINE in the
-    report; a word of exactly 1000 bytes (500 two-byte letters) still gets its vector."""
+    """Stanford GloVe keeps 998 bytes of a word (its 1000-byte buffer, get_word): a 1001-byte
+    word (a base64 blob in a technical text) overran it and training ended in "GloVe
+    diverged; lower --learning-rate", and a 999-byte one, cut, kept its random start vector.
+    Now such a word is left out, with its count and first FILE:LINE in the report; a word of
+    998 bytes (499 two-byte letters) gets a trained vector: it moves with the epochs."""
     import gzip
     with gzip.open(PRETRAIN, "rt", encoding="utf-8") as f:
         lines = [line.rstrip("\n") for _, line in zip(range(3000), f) if line.strip()]
-    fits, over = "\u00e9" * 500, "x" * 1001
+    fits, cut, over = "\u00e9" * 499, "y" * 999, "x" * 1001
     text = tmp_path / "t.txt"
-    text.write_text("".join(f"{line} {fits} {over if i >= 7 and i % 5 == 2 else ''}\n"
+    text.write_text("".join(f"{line} {fits} {cut} {over if i >= 7 and i % 5 == 2 else ''}\n"
                             for i, line in enumerate(lines)), encoding="utf-8")
     kv, rep = train_glove([text], GloveConfig(dim=16, epochs=3, threads=1), show_progress=False)
     assert np.isfinite(rep.costs).all() and fits in kv.key_to_index
-    assert over not in kv.key_to_index and (rep.too_long, rep.too_long_first) == (1, f"{text}:8")
-    assert "1 words longer than 1000 bytes (GloVe's limit) have no vector; the first at " \
-        f"{text}:8" in rep.text()
+    assert cut not in kv.key_to_index and over not in kv.key_to_index
+    assert (rep.too_long, rep.too_long_first) == (2, f"{text}:1")
+    assert f"2 words longer than 998 bytes (GloVe's limit) have no vector; the first at {text}:1" \
+        in rep.text()
+    one, _ = train_glove([text], GloveConfig(dim=16, epochs=1, threads=1), show_progress=False)
+    moved = np.abs(kv[fits] - one[fits]).max()
+    assert moved > 1e-3 and moved > 0.1 * np.abs(kv["the"] - one["the"]).max()
 
 
 @pytest.mark.parametrize("fails", ["text", "npz"])

@@ -242,6 +242,15 @@ def test_extended_vocabulary_shares_unk_probability(speech_corpus, tmp_path):
     assert probs[v.unk_id] == pytest.approx(share, rel=1e-6)
     r = lmlow("ngram", speech_corpus, "--out", tmp_path / "x", "--extend-vocab")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "--embeddings" in r.stderr
+    # gensim vectors: the refusal's advice, --allow-pickle, is a flag ngram takes (it was not)
+    from lmlow.embeddings import load_vectors
+    load_vectors(vec).save(str(tmp_path / "v.kv"))
+    args = ("ngram", speech_corpus, "--out", tmp_path / "kv", "--order", "3", "--memory",
+            "100M", "--extend-vocab", "--embeddings", tmp_path / "v.kv", "--quiet")
+    r = lmlow(*args)
+    assert r.returncode == 1 and "pass --allow-pickle if you trust it" in r.stderr
+    lmlow(*args, "--allow-pickle", check=True)
+    assert Vocabulary.load(tmp_path / "kv" / "vocab.txt").words == ng.vocab.words
 
 
 def test_trained_unk_keeps_its_probability_beside_unseen_words(speech_corpus, tmp_path):

@@ -57,6 +57,12 @@ def test_the_unk_table_gives_each_k_its_vocabulary_size(tmp_path):
     s = corpus_stats(Corpus(root, show_progress=False), thresholds=[0, 1, 2, 3, 4])
     assert s["unk_rule_vocabulary"] == {"0": 5, "1": 5, "2": 4, "3": 3, "4": 2}
     assert [len(Corpus(root, k, show_progress=False).vocab) for k in (0, 1, 2, 3)] == [5, 5, 4, 3]
+    # --extend-vocab adds the vectors' words the training text lacks, at K = 0 only (the
+    # column said 5 under a header of 7 words)
+    extended = Corpus(root, 0, ["d", "e", "a", "<eos>"], show_progress=False)
+    s = corpus_stats(extended, embedding_words={"d", "e", "a"}, thresholds=[0, 2])
+    assert s["unk_rule_vocabulary"] == {"0": 7, "2": 4} and s["vocabulary_size"] == 7
+    assert len(Corpus(root, 2, ["d", "e", "a"], show_progress=False).vocab) == 4
 
 
 def test_row_coverage_counts_eos_and_reads_words_as_their_rows(tmp_path):

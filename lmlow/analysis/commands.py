@@ -368,6 +368,15 @@ def compare_markdown(rows: list[dict]) -> str:
             + markdown(*compare_table(rows), digits=4))
 
 
+COMPARE_FILES = ["compare.md", "compare.csv", "compare.json", "curves.png", "frequency_curves.png"]
+
+
+def check_compare_out(out: Path, force: bool = False) -> None:
+    """`compare --out`'s refusals before the runs are read and their notes said."""
+    from lmlow.files import check_outputs
+    check_outputs(out, COMPARE_FILES, force)
+
+
 def write_compare(rows: list[dict], out: Path, force: bool = False) -> list[Path]:
     """OUT/compare.md, .csv, .json, curves.png, and frequency_curves.png when runs have
     frequency.jsonl; all or none of them, nothing overwritten without ``force``."""
@@ -376,9 +385,7 @@ def write_compare(rows: list[dict], out: Path, force: bool = False) -> list[Path
     out = Path(out)
     tracked = {r["label"]: RunDir(r["run"]).frequency() for r in rows}
     tracked = {k: v for k, v in tracked.items() if v}
-    names = ["compare.md", "compare.csv", "compare.json", "curves.png"]
-    if tracked:
-        names.append("frequency_curves.png")
+    names = COMPARE_FILES[:-1] + (COMPARE_FILES[-1:] if tracked else [])
     with staged_outputs(out, names, force, optional=["frequency_curves.png"]) as stage:
         atomic_write_text(stage / names[0], compare_markdown(rows) + "\n")
         atomic_write_text(stage / names[1], to_csv(*compare_table(rows)))

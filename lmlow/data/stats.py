@@ -54,10 +54,13 @@ def unk_rule_shares(split_counts: Counter, train_counts: Counter, k: int) -> dic
             "tokens_pct": _pct(sum(words[w] for w in hit), sum(words.values()))}
 
 
-def vocabulary_size(train_counts: Counter, k: int) -> int:
+def vocabulary_size(train_counts: Counter, k: int, extra: int = 0) -> int:
     """The size of the vocabulary the UNK rule with threshold K keeps (the training words seen
-    at least K times, ``<eos>`` and ``<unk>``): what a K costs in embedding and softmax rows."""
-    return sum(1 for w, c in _words(train_counts).items() if c >= k and w != EOS) + 2
+    at least K times, ``<eos>`` and ``<unk>``; at K = 0 also the ``extra`` words
+    ``--extend-vocab`` adds, which the training text lacks): what a K costs in embedding and
+    softmax rows, as :func:`lmlow.data.vocab.build_vocabulary` makes them."""
+    kept = sum(1 for w, c in _words(train_counts).items() if c >= k and w not in (EOS, UNK))
+    return kept + 2 + (extra if k == 0 else 0)
 
 
 def oov_shares(split_counts: Counter, vocab_words) -> dict:
@@ -103,6 +106,8 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
     splits = {s: corpus.counts(s) for s in ("train", "valid", "test")}
     train = splits["train"].counts
     vocab = corpus.vocab
+    # the words --extend-vocab adds at K = 0: the vectors' words the training text lacks
+    extension = len({w for w in corpus.extra_words if w not in train and w not in (EOS, UNK)})
     out = {
         "corpus": str(corpus.root),
         "unk_threshold": corpus.unk_threshold,
@@ -114,7 +119,7 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
         "table4": table4(splits["train"], pretrain),
         "unk_rule": {str(k): {s: unk_rule_shares(wc.counts, train, k) for s, wc in splits.items()}
                      for k in thresholds},
-        "unk_rule_vocabulary": {str(k): vocabulary_size(train, k) for k in thresholds},
+        "unk_rule_vocabulary": {str(k): vocabulary_size(train, k, extension) for k in thresholds},
         # a word list leaves training words out too; the UNK rule's are Table 3's
         "oov": {s: oov_shares(splits[s].counts, vocab.index)
                 for s in (("train",) if corpus.vocab_file else ()) + ("valid", "test")},
