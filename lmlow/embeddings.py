@@ -111,7 +111,7 @@ def _without_unusable_words(path: Path, kv):
     it back as two words)."""
     words = kv.index_to_key
     if "" in kv.key_to_index:
-        raise LmlowError(f"{path}: vector {kv.key_to_index['']} has an empty word")
+        raise LmlowError(f"{path}: vector {kv.key_to_index[''] + 1} has an empty word")
     spaced = [i for i, w in enumerate(words) if UNICODE_SPACE.search(w)]
     if not spaced:
         return kv
@@ -120,7 +120,7 @@ def _without_unusable_words(path: Path, kv):
     from lmlow.data.textio import note_once
     note_once(path, "spaced", f"{len(spaced)} vectors of words with spaces in them skipped "
               f"(no corpus token has a space); the first, {words[spaced[0]]!r}, vector "
-              f"{spaced[0]}")
+              f"{spaced[0] + 1}")
     keep = np.setdiff1d(np.arange(len(words)), spaced)
     if not len(keep):
         raise LmlowError(f"{path}: no vectors")

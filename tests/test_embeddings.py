@@ -340,7 +340,7 @@ def test_binary_formats_check_their_words_as_text_does(tmp_path, capsys):
     assert vector_words(npz("s.npz", ["the", "cat dog", "dog"])) == ["the", "dog"]
     assert "1 vectors of words with spaces in them skipped" in capsys.readouterr().err
     assert load_vectors(tmp_path / "s.npz").index_to_key == ["the", "dog"]
-    with pytest.raises(LmlowError, match="e.npz: vector 1 has an empty word"):
+    with pytest.raises(LmlowError, match="e.npz: vector 2 has an empty word"):
         vector_words(npz("e.npz", ["the", "", "dog"]))
 
 

@@ -152,6 +152,34 @@ def test_like_tokenises_as_the_corpus_was(speech_corpus, tmp_path):
         json.loads((speech_corpus / "prepare.json").read_text())
 
 
+def test_a_prepared_corpus_split_again_keeps_its_text_and_its_record(speech_corpus, tmp_path):
+    """`--prepared-like CORPUS`: a corpus's own training text split again (as README's example
+    does) is kept token for token, and prepare.json records the corpus's spaCy/PTB preparation
+    (it recorded `whitespace`: `score --raw` then read capitals and punctuation as unknown);
+    raw text scored against it is tokenised as the corpus was."""
+    import json
+
+    from conftest import lmlow
+
+    out = tmp_path / "again"
+    lmlow("prepare", speech_corpus / "train.txt", "--out", out, "--documents", "line",
+          "--valid", "0.2", "--test", "0.2", "--prepared-like", speech_corpus, check=True)
+    lines = sorted(line for s in ("train", "valid", "test")
+                   for line in (out / f"{s}.txt").read_text().splitlines())
+    assert lines == sorted((speech_corpus / "train.txt").read_text().splitlines())
+    assert json.loads((out / "prepare.json").read_text()) == \
+        json.loads((speech_corpus / "prepare.json").read_text())
+    from lmlow.data.corpus import corpus_preparation
+    from lmlow.data.tokenize import text_tokenizer
+    assert list(text_tokenizer(corpus_preparation(out))(["The Senate, in 1794."])) == \
+        [["the", "senate", "in", "N"]]
+    for extra, message in ((["--ptb"], "leave out --ptb"),
+                           (["--like", speech_corpus], "--like and --prepared-like: give one")):
+        r = lmlow("prepare", speech_corpus / "train.txt", "--out", tmp_path / "x",
+                  "--prepared-like", speech_corpus, *extra)
+        assert r.returncode == 1 and message in r.stderr and not (tmp_path / "x").exists()
+
+
 def test_the_bundled_corpus_records_how_its_builder_prepared_it():
     """corpora/pydocs-mini/prepare.json (committed by hand: the corpus predates the record)
     says what data_scripts/build_bundled.py passes to prepare, which a rebuild would write."""

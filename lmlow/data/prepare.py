@@ -79,6 +79,12 @@ class PrepareOptions:
                                 "instead of --tokenizer and the normalisation flags: a "
                                 "pretraining text read as the LM's corpus reads its words, so "
                                 "its vectors cover them", parse=Path, metavar="CORPUS")
+    prepared_like: Path | None = setting(None, "the input is text CORPUS's preparation made "
+                                         "already (its own splits, re-split or cut): split on "
+                                         "spaces and kept as it is, and prepare.json records "
+                                         "CORPUS's tokenizer and normalisation, so that "
+                                         "`score --raw` reads new text as CORPUS's was",
+                                         parse=Path, metavar="CORPUS")
     CHOICES: typing.ClassVar[dict] = {"tokenizer": TOKENIZERS, "documents": DOC_MODES}
     RANGES: typing.ClassVar[dict] = {"seed": SEED_RANGE}     # as every other --seed of lmlow
 
@@ -90,25 +96,42 @@ class PrepareOptions:
                                  "early on valid, every table reports test, and each refuses "
                                  "an empty split); give a fraction or a token count, or "
                                  "--no-split for one file")
-        if self.like is not None:
+        if self.like is not None and self.prepared_like is not None:
+            raise LmlowError("--like and --prepared-like: give one (--like tokenises raw text "
+                             "as the corpus was; --prepared-like keeps text it prepared)")
+        for flag, corpus in (("--like", self.like), ("--prepared-like", self.prepared_like)):
+            if corpus is None:
+                continue
             given = [f"--{k.replace('_', '-')}" for k in ("lowercase", "numbers", "strip_punct",
                                                           "ptb") if getattr(self, k)]
             given += ["--tokenizer"] if self.tokenizer != "whitespace" else []
             if given:
-                raise LmlowError(f"--like {self.like} takes the tokenizer and normalisation from "
+                raise LmlowError(f"{flag} {corpus} takes the tokenizer and normalisation from "
                                  f"that corpus; leave out {' '.join(given)}")
-            if not Path(self.like).is_dir():
-                raise LmlowError(f"--like {self.like}: no such corpus folder")
+            if not Path(corpus).is_dir():
+                raise LmlowError(f"{flag} {corpus}: no such corpus folder")
         return self
 
     def tokenisation(self) -> tuple[str, Normalisation]:
-        """The tokenizer and normalisation: the flags', or with ``like`` that corpus's."""
+        """The tokenizer and normalisation: the flags', or with ``like`` that corpus's (with
+        ``prepared_like``, none: the text is kept as it is)."""
         if self.like is None:
             return self.tokenizer, (Normalisation.ptb() if self.ptb else
                                     Normalisation(self.lowercase, self.numbers, self.strip_punct))
-        record = corpus_preparation(self.like)
+        return self._recorded("--like", self.like)
+
+    def recorded(self, tokenizer: str, norm: Normalisation) -> tuple[str, Normalisation]:
+        """What prepare.json records: the tokenisation used, or ``prepared_like``'s, which
+        made the text (checked before any work)."""
+        if self.prepared_like is None:
+            return tokenizer, norm
+        return self._recorded("--prepared-like", self.prepared_like)
+
+    @staticmethod
+    def _recorded(flag: str, corpus: Path) -> tuple[str, Normalisation]:
+        record = corpus_preparation(corpus)
         if record is None:
-            raise LmlowError(f"--like {self.like}: no {PREPARATION} (a corpus lmlow prepare "
+            raise LmlowError(f"{flag} {corpus}: no {PREPARATION} (a corpus lmlow prepare "
                              "did not make); give --tokenizer and the normalisation flags")
         return recorded_tokenisation(record)
 
@@ -188,8 +211,11 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
     ``no_split``). ``options``: the fields of :class:`PrepareOptions`; ``norm`` replaces its
     normalisation flags."""
     opts = PrepareOptions(**options).validate()
+    if norm is not None and opts.prepared_like is not None:
+        raise LmlowError("prepared_like keeps the text as it is: give no norm")
     tokenizer, flags_norm = opts.tokenisation()
     norm = norm or flags_norm
+    record = preparation_record(*opts.recorded(tokenizer, norm))
     valid, test, seed, documents = opts.valid, opts.test, opts.seed, opts.documents
     dedup, exclude, no_split = opts.dedup, opts.exclude, opts.no_split
     out = Path(out)
@@ -229,8 +255,7 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         else:
             assignment = assign_splits(docs.tokens, valid, test, seed,
                                        more_documents=documents != "line")
-            _copy_splits(scratch, docs, assignment, out, report,
-                         preparation_record(tokenizer, norm))
+            _copy_splits(scratch, docs, assignment, out, report, record)
     except BaseException:
         scratch.unlink(missing_ok=True)
         remove_if_empty(created)              # a failed command leaves no folder behind
