@@ -20,6 +20,15 @@ def _reading(args) -> dict:
                 extend_vocab=args.extend_vocab, allow_pickle=args.allow_pickle, vocab=args.vocab)
 
 
+def _refuse_unused_vectors(args, command: str) -> None:
+    """`vocab` and `unk` read the vectors' words only to add them (--extend-vocab): given
+    alone, --embeddings did nothing, silently (as `ngram` refuses it)."""
+    if args.embeddings and not args.extend_vocab:
+        raise LmlowError(f"--embeddings {args.embeddings}: `lmlow {command}` reads the vectors' "
+                         "words only to add them, with --extend-vocab; give both, or neither "
+                         "(`lmlow stats --embeddings` gives their coverage)")
+
+
 def _print(text: str, as_json: bool = False, obj=None, indent: int | None = 2) -> None:
     """The command's text, or with --json its result as JSON."""
     from lmlow.files import to_json
@@ -42,6 +51,7 @@ def cmd_vocab(args) -> None:
     from lmlow.data.stats import format_vocab, vocab_summary
     from lmlow.files import refuse_compressed, refuse_overwrite
 
+    _refuse_unused_vectors(args, "vocab")
     if args.out:
         refuse_compressed(args.out)
         refuse_overwrite([args.out], args.force)
@@ -59,6 +69,7 @@ def cmd_unk(args) -> None:
     from lmlow.data.corpus import vocabulary_rule, write_unk_corpus
     from lmlow.data.stats import format_unk
 
+    _refuse_unused_vectors(args, "unk")
     stats = write_unk_corpus(args.corpus, args.out, args.force, **_reading(args))
     _print(format_unk(stats, args.out, vocabulary_rule(args.unk_threshold, args.vocab)), args.json,
            {s: asdict(st) for s, st in stats.items()})

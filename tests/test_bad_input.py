@@ -50,8 +50,8 @@ CASES = [
     # a run that loads the vectors refuses NaN, even one that only extends its vocabulary
     (["train", "C", "--out", "O", "--preset", "tiny", "--extend-vocab", "--embeddings", "NAN"],
      "NaN", "O"),
-    (["vocab", "C", "--embeddings", "K"], "--allow-pickle", None),
-    (["vocab", "C", "--embeddings", "W"], "W:1: 'the' has no values", None),   # 0-d vectors
+    (["vocab", "C", "--embeddings", "K", "--extend-vocab"], "--allow-pickle", None),
+    (["vocab", "C", "--embeddings", "W", "--extend-vocab"], "W:1: 'the' has no values", None),   # 0-d vectors
     (["train", "C", "--out", "O", "--init", "glove", "--embeddings", "W"], "W:1:", "O"),
     (["vocab", "B"], "not valid UTF-8", None),
     (["unk", "C", "--out", "C", "--force"], "must differ from the corpus folder", None),
@@ -81,7 +81,7 @@ CASES = [
     (["vocab", "C", "--vocab", "B/train.txt"], "B/train.txt:1: not valid UTF-8", None),
     # a device, where a file is expected: read until memory ran out (the OOM killer) before
     (["vocab", "C", "--vocab", "/dev/zero"], "/dev/zero: not a regular file", None),
-    (["vocab", "C", "--embeddings", "/dev/zero"], "/dev/zero: not a regular file", None),
+    (["vocab", "C", "--embeddings", "/dev/zero", "--extend-vocab"], "/dev/zero: not a regular file", None),
     (["neighbours", "/dev/zero", "the"], "/dev/zero: not a regular file (a device)", None),
     # a run folder where a vector file was expected is called a folder
     (["neighbours", "R", "the"], "R: not a regular file (a folder)", None),
@@ -325,6 +325,10 @@ CASES = [
     (["unk", "C", "--out", "L"], "L: a symbolic link to", None),
     (["embed", "C/train.txt", "--out", "L/v.txt"], "L: a symbolic link to", None),
     (["vocab", "C", "--out", "L/v.txt"], "L: a symbolic link to", None),
+    # the vectors' words without --extend-vocab: nothing read them (the report said "0 from
+    # embeddings only", as if they had been added)
+    (["vocab", "C", "--embeddings", "V"], "`lmlow vocab` reads the vectors' words only to add", None),
+    (["unk", "C", "--out", "O", "--embeddings", "V"], "with --extend-vocab; give both", "O"),
     # a dangling link at the output itself is the user's too (replaced, without --force)
     (["vocab", "C", "--out", "L"], "dangling exists; pass --force to overwrite it", None),
     (["embed", "C/train.txt", "--out", "L"], "dangling exists; pass --force to overwrite it", None),

@@ -292,7 +292,7 @@ def test_malicious_pickles_are_not_executed(corpus, tmp_path):
     r = lmlow("train", corpus, "--out", tmp_path / "r", "--preset", "tiny", "--tie", "no",
               "--init", "glove", "--embeddings", evil, cache=cache)
     assert r.returncode == 1 and "pickle" in r.stderr and "--allow-pickle" in r.stderr
-    for cmd in (["vocab", corpus, "--embeddings", evil], ["neighbours", evil, "the"]):
+    for cmd in (["vocab", corpus, "--embeddings", evil, "--extend-vocab"], ["neighbours", evil, "the"]):
         r = lmlow(*cmd, cache=cache)
         assert r.returncode == 1 and "--allow-pickle" in r.stderr, r.stderr
     run = tmp_path / "run"
