@@ -280,19 +280,14 @@ def compare(run_dirs: list[Path], **options) -> list[dict]:
 
 def note_intervals(rows: list[dict], steps: int | None) -> None:
     """Say (stderr) when the runs' curves start at different updates, so their ALCs over all
-    updates cover different intervals, which runs have no ALC over wall time (one timed
-    validation), and which have no ALC@N (no validation at update 0, which
-    ``--track-frequency`` adds)."""
+    updates cover different intervals, and which runs have no ALC@N (no validation at update
+    0, which ``--track-frequency`` adds)."""
     import sys
 
     if len({r["first update"] for r in rows}) > 1:
         print("lmlow: note: the runs' curves start at different updates (first update: "
               + ", ".join(f"{r['label']} {r['first update']}" for r in rows)
               + "); their ALCs over all updates cover different intervals", file=sys.stderr)
-    untimed = [r["label"] for r in rows if r["ALC (wall time)"] is None]
-    if untimed:
-        print(f"lmlow: note: no ALC (wall time) for {', '.join(untimed)}: a curve over time "
-              "needs two validations with their elapsed time (one was logged)", file=sys.stderr)
     late = [r["label"] for r in rows if steps and r["first update"] != 0]
     if late:
         print(f"lmlow: note: no ALC@{steps} for {', '.join(late)}: the ALC over updates 0..N "
@@ -364,7 +359,10 @@ def compare_markdown(rows: list[dict]) -> str:
     from lmlow.tables import markdown
 
     what = "cross-entropy (nats)" if rows and rows[0]["metric"] == "loss" else "perplexity"
-    return (f"ALC: mean validation {what} over the interval (lower is better)\n\n"
+    untimed = [r["label"] for r in rows if r["ALC (wall time)"] is None]
+    blank = (f"; no ALC (wall time) for {', '.join(untimed)}: a curve over time needs two "
+             "timed validations, and it has one" if untimed else "")
+    return (f"ALC: mean validation {what} over the interval (lower is better){blank}\n\n"
             + markdown(*compare_table(rows), digits=4))
 
 
