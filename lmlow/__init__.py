@@ -21,7 +21,8 @@ def __getattr__(name):  # torch is imported only when a model is needed
     if name == "load":
         from lmlow.runs import load
         return load
-    if name == "interpolate":   # interpolate(load(A), load(B), weight=None): a mixed scorer
+    if name == "interpolate":   # interpolate(load(A), load(B), weight=None, reset_lines=False,
+        #                            corpus=None): a mixed scorer (InterpolatedRun says how w is tuned)
         from lmlow.runs import InterpolatedRun
         return InterpolatedRun
     if name in ("embed", "fit_ngram", "fit_sweep", "sweep_status", "cancel_sweep",

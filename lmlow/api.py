@@ -17,7 +17,7 @@ import warnings
 from dataclasses import asdict
 from pathlib import Path
 
-from lmlow.config import Config, check_settings, file_values, keyword_errors
+from lmlow.config import Config, bool_value, check_settings, file_values, keyword_errors
 from lmlow.config import path_value as _path
 from lmlow.config import text_value as _text
 from lmlow.errors import LmlowError
@@ -151,7 +151,7 @@ def cancel_sweep(out, quiet: bool = False) -> list[dict]:
 
     out = _path(out, "lmlow.cancel_sweep", "out")
     executor = executor_of(out)
-    executor.cancel(out, log=_silent if _bool(quiet, "lmlow.cancel_sweep", "quiet") else print)
+    executor.cancel(out, log=_silent if bool_value(quiet, "lmlow.cancel_sweep", "quiet") else print)
     return executor.status(out)
 
 
@@ -170,20 +170,14 @@ def results(sweep_dir, baselines=None, paired: str | None = None,
     where = "lmlow.results"
     sweep_dir = _path(sweep_dir, where, "sweep_dir")
     bases = None if baselines in (None, (), []) else _paths(baselines, where, "baselines")
-    maps = (_bool(map_unseen_inputs, where, "map_unseen_inputs"),
-            _bool(map_unseen_outputs, where, "map_unseen_outputs"))
+    maps = (bool_value(map_unseen_inputs, where, "map_unseen_inputs"),
+            bool_value(map_unseen_outputs, where, "map_unseen_outputs"))
     if paired is not None:
         paired = _text(paired, where, "paired")
-    paths, said = write_report(sweep_dir, bases, paired, maps, _bool(wait, where, "wait"))
+    paths, said = write_report(sweep_dir, bases, paired, maps, bool_value(wait, where, "wait"))
     for warning in said:
         warnings.warn(warning, stacklevel=2)
     return read_json(paths[2], rows=True)
-
-
-def _bool(value, where: str, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise LmlowError(f"{where}: {what} = {value!r}: expected true or false")
-    return value
 
 
 def _ints(value, where: str) -> tuple:

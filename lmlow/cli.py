@@ -161,7 +161,7 @@ def cmd_eval(args) -> None:
     from lmlow.runs import EvalOptions, evaluation_record, open_scorer
 
     opts = EvalOptions(**settings_from(args, EvalOptions))
-    run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts)
+    run, name = open_scorer(args.run_dir, args.checkpoint, args.device, opts, args.corpus)
     ev = run.evaluate(opts.split, args.corpus, reset_lines=opts.reset_lines)
     extra = {"interpolate": str(opts.interpolate), "weight": run.weight} if opts.interpolate else {}
     head = "".join(f"{args.run_dir}: {m.text()}\n"

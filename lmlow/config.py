@@ -426,6 +426,14 @@ def text_value(value, where: str, what: str) -> str:
     return os.fspath(value)
 
 
+def bool_value(value, where: str, what: str) -> bool:
+    """A yes/no given from Python: True or False, not any truthy value (``reset_lines="no"``
+    was a reset)."""
+    if not isinstance(value, bool):
+        raise LmlowError(f"{where}: {what} = {value!r}: expected true or false")
+    return value
+
+
 def path_value(value, where: str, what: str) -> Path:
     """:func:`text_value` as a path."""
     return Path(text_value(value, where, what))

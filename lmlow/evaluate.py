@@ -182,6 +182,8 @@ class Scorer(ABC):
     def evaluate(self, split: str = "valid", corpus: Path | None = None,
                  reset_lines: bool = False) -> Evaluation:
         """Perplexity on a split of the corpus (or of another folder with the same words)."""
+        from lmlow.config import bool_value
+        bool_value(reset_lines, "evaluate", "reset_lines")
         enc = self.corpus(corpus).encode(split)
         lp = self.token_logprobs(enc.ids, reset_lines=reset_lines)
         # out of vocabulary: every word read as <unk> (by the UNK rule or in no vocabulary), as

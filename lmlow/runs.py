@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lmlow.checkpoint import fast_matmuls, load_model
-from lmlow.config import check_values, path_value, setting
+from lmlow.config import bool_value, check_values, path_value, setting
 from lmlow.data.corpus import SPLITS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
@@ -97,10 +97,13 @@ class LSTMReader(LineReader):
 class InterpolatedRun(Scorer):
     """Two scorers over the same vocabulary mixed word by word: p = w p_a + (1 - w) p_b (the
     classic LSTM + n-gram interpolation). Without ``weight``, w is tuned by EM on the
-    validation split (scored with the same ``reset_lines`` as later evaluations)."""
+    validation split of ``corpus`` (default: the first run's), its lines read as
+    ``reset_lines`` says: as later evaluations will read them (``score`` and ``next_words``
+    read every line fresh, as ``reset_lines=True`` tunes for; `lmlow score` and `predict`
+    do so)."""
 
     def __init__(self, a: Scorer, b: Scorer, weight: float | None = None,
-                 reset_lines: bool = False):
+                 reset_lines: bool = False, corpus: Path | None = None):
         for name, run in (("a", a), ("b", b)):
             if not isinstance(run, Scorer):
                 raise LmlowError(f"lmlow.interpolate: {name} = {run!r:.60}: expected a model "
@@ -114,15 +117,16 @@ class InterpolatedRun(Scorer):
             raise LmlowError(f"{a.run_dir} and {b.run_dir} have different vocabularies (from word "
                              f"{i + 1}); interpolation needs the same tokens: train both on the "
                              "same corpus with the same --unk-threshold, or the same --vocab FILE")
-        if weight is not None and not 0 <= weight <= 1:
-            raise LmlowError(f"--weight {weight:g}: must be between 0 and 1")
+        if weight is not None and not 0 <= weight <= 1:   # (the command's flag checks its own)
+            raise LmlowError(f"lmlow.interpolate: weight = {weight:g}: must be between 0 and 1")
+        bool_value(reset_lines, "lmlow.interpolate", "reset_lines")
         self.a, self.b = a, b
         self.run_dir, self.vocab = a.run_dir, a.vocab
         self.corpus_path, self.unk_threshold = a.corpus_path, a.unk_threshold
         self.carries_state = a.carries_state or b.carries_state
         self.mapped_inputs = a.mapped_inputs     # only the first model is ever mapped
         self.mapped_outputs = a.mapped_outputs
-        self.weight = weight if weight is not None else self.tune("valid", reset_lines)
+        self.weight = weight if weight is not None else self.tune("valid", reset_lines, corpus)
 
     def preparation(self) -> dict:
         """The first run's record; the second's, where it has one, must say the same."""
@@ -134,8 +138,13 @@ class InterpolatedRun(Scorer):
                              "read a line as both read their text")
         return mine
 
-    def tune(self, split: str, reset_lines: bool = False) -> float:
-        ids = self.corpus().encode(split).ids
+    def tune(self, split: str, reset_lines: bool = False, corpus: Path | None = None) -> float:
+        """The weight EM finds on ``split`` of ``corpus`` (default: the first run's)."""
+        if corpus is None and not Path(self.corpus_path).is_dir():
+            raise LmlowError(f"{self.corpus_path}: no such corpus folder (the one "
+                             f"{self.run_dir} was trained on), whose validation split tunes "
+                             "the mixture's weight; give --weight W, or restore the folder")
+        ids = self.corpus(corpus).encode(split).ids
         return tune_weight(self.a.token_logprobs(ids, reset_lines),
                            self.b.token_logprobs(ids, reset_lines))
 
@@ -260,7 +269,8 @@ class ModelOptions:
                                        "the same vocabulary (e.g. a KenLM n-gram): p = w p_1 "
                                        "+ (1 - w) p_2", parse=Path, metavar="RUN_DIR2")
     weight: float | None = setting(None, "with --interpolate: the weight w of RUN_DIR (none: "
-                                   "tuned by EM on the validation split, its lines read as "
+                                   "tuned by EM on the validation split, of eval's --corpus "
+                                   "where given, else of the run's corpus, its lines read as "
                                    "this command reads them)", metavar="W")
     map_unseen_inputs: bool = setting(False, MAP_HELP, switch=True)
     map_unseen_outputs: bool = setting(False, MAP_OUT_HELP, switch=True)
@@ -292,11 +302,12 @@ class EvalOptions(ModelOptions):
 
 
 def open_scorer(run_dir: Path, checkpoint: str | None = None, device: str = "auto",
-                opts: ModelOptions = EvalOptions()) -> tuple[Scorer, str]:
+                opts: ModelOptions = EvalOptions(), corpus: Path | None = None) -> tuple[Scorer, str]:
     """What `lmlow eval`, `score` or `predict` scores and its name: a run, or with
     ``opts.interpolate`` its word-by-word mixture with a second run (``opts.weight`` tuned on
-    valid when not given, its lines read as the command reads them: `score` and `predict`
-    read every line from a fresh state, `eval` as ``--reset-lines`` says)."""
+    the validation split of ``corpus``, `eval --corpus`'s folder, else the run's, when not
+    given, its lines read as the command reads them: `score` and `predict` read every line
+    from a fresh state, `eval` as ``--reset-lines`` says)."""
     check_values(opts)
     if opts.weight is not None and not opts.interpolate:
         raise LmlowError("--weight needs --interpolate RUN_DIR2")
@@ -309,5 +320,5 @@ def open_scorer(run_dir: Path, checkpoint: str | None = None, device: str = "aut
     if not opts.interpolate:
         return run, str(run_dir)
     mixed = InterpolatedRun(run, load(opts.interpolate, device=device), opts.weight,
-                            reset_lines=getattr(opts, "reset_lines", True))
+                            reset_lines=getattr(opts, "reset_lines", True), corpus=corpus)
     return mixed, f"{run_dir} x {mixed.weight:.3f} + {opts.interpolate} x {1 - mixed.weight:.3f}"

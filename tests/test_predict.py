@@ -290,6 +290,41 @@ def test_score_of_a_mixture_mixes_the_two_runs_scores_word_by_word(runs, tmp_pat
     assert tuned.returncode == 0 and "+ " in tuned.stderr and " x " in tuned.stderr
 
 
+def test_a_tuned_mixture_reads_the_corpus_the_command_is_given(speech_corpus, tmp_path):
+    """A mixture's weight, tuned by EM, is tuned on the validation split of `eval --corpus`'s
+    folder: with the runs' corpus moved, `eval --corpus NEW --interpolate` said "no such
+    corpus folder ...; if it moved, pass --corpus PATH", given that flag. `score` has no
+    --corpus: it asks for --weight. The Python mixture takes reset_lines and weight as
+    checked values."""
+    import shutil
+
+    from lmlow.ngram import train_ngram
+    from lmlow.train import train
+
+    corpus = tmp_path / "c"
+    shutil.copytree(speech_corpus, corpus)
+    train(build_config("tiny", None, corpus=str(corpus), max_epochs=0, threads=1),
+          tmp_path / "lstm", quiet=True)
+    train_ngram(corpus, tmp_path / "kn", order=3, memory="100M", quiet=True)
+    lstm, kn = tmp_path / "lstm", tmp_path / "kn"
+    here = InterpolatedRun(load(lstm), load(kn))
+    moved = corpus.rename(tmp_path / "moved")
+    r = lmlow("eval", lstm, "--corpus", moved, "--interpolate", kn, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["weight"] == pytest.approx(here.weight, abs=1e-12)
+    (tmp_path / "line.txt").write_text("the people\n")
+    r = lmlow("score", lstm, tmp_path / "line.txt", "--interpolate", kn)
+    assert r.returncode == 1 and "give --weight W, or restore the folder" in r.stderr
+    assert lmlow("score", lstm, tmp_path / "line.txt", "--interpolate", kn, "--weight",
+                 "0.5").returncode == 0
+    with pytest.raises(LmlowError, match=r"^lmlow.interpolate: reset_lines = 'no': expected true"):
+        InterpolatedRun(load(lstm), load(kn), 0.5, reset_lines="no")
+    with pytest.raises(LmlowError, match=r"^lmlow.interpolate: weight = 1.5: must be between"):
+        InterpolatedRun(load(lstm), load(kn), 1.5)
+    with pytest.raises(LmlowError, match=r"^evaluate: reset_lines = 'no': expected true"):
+        load(kn).evaluate("valid", moved, reset_lines="no")
+
+
 @pytest.mark.parametrize("at_once", [1, 3, 1024])
 def test_a_file_scored_in_blocks_of_lines_is_each_line_scored_alone(runs, tmp_path, at_once):
     """score_file gives the model many lines at once (side by side for an LSTM); every line's
