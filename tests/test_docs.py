@@ -157,8 +157,12 @@ def test_the_readme_example_runs_on_the_bundled_corpus(tmp_path):
     last = r.stdout.strip().splitlines()[-1]
     import json
     scored = json.loads(last)
-    assert scored["words"][-1] == "<eos>" and len(scored["logprob"]) == 8
-    assert all(p < 0 for p in scored["logprob"])
+    # the last: a typed sentence read with --raw as the bundled corpus was prepared (spaCy,
+    # PTB: lowercase, numbers as N, no punctuation), which --prepared-like recorded
+    assert scored["words"] == ["the", "function", "returns", "a", "list", "of", "N", "strings",
+                               "<eos>"]
+    assert len(scored["logprob"]) == 9 and all(p < 0 for p in scored["logprob"])
+    assert not any(scored["oov"]), scored
     predicted = [line for line in r.stdout.splitlines()
                  if line.startswith("the function returns -> ")]
     assert len(predicted) == 1 and predicted[0].count(", ") == 4, r.stdout[-2000:]
