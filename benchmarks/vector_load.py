@@ -11,7 +11,9 @@ float32 bits say whether they read the same vectors and words.
 Usage: python benchmarks/vector_load.py FILE [--repeat 3]
        python benchmarks/vector_load.py --make FILE --words 400000 --dim 300 [--seed 0]
 ``--make`` writes a GloVe-format file of random vectors (six decimals, as Stanford's files)
-to measure a file of glove.6B's size without downloading it.
+to measure a file of glove.6B's size without downloading it; a FILE ending in ``.bin`` is
+word2vec's binary format instead (lmlow's own reader since 2026-11-30 against gensim's
+``binary=True``).
 Measure on a quiet machine and say which CPU.
 """
 from __future__ import annotations
@@ -25,8 +27,8 @@ import time
 READERS = {
     "lmlow": "from lmlow.embeddings import load_vectors; kv = load_vectors(path); "
              "words, vectors = kv.index_to_key, kv.vectors",
-    "gensim": "from gensim.models import KeyedVectors; "
-              "kv = KeyedVectors.load_word2vec_format(path, no_header=True); "
+    "gensim": "from gensim.models import KeyedVectors; binary = path.endswith('.bin'); "
+              "kv = KeyedVectors.load_word2vec_format(path, binary=binary, no_header=not binary); "
               "words, vectors = kv.index_to_key, kv.vectors",
     # what --extend-vocab, stats --embeddings and ngram need: the words alone, no matrix
     "words": "from lmlow.embeddings import vector_words; words, vectors = vector_words(path), None",
@@ -59,6 +61,14 @@ def measure(name: str, path: str) -> dict:
 def make(path: str, words: int, dim: int, seed: int) -> None:
     import numpy as np
     rng = np.random.default_rng(seed)
+    if path.endswith(".bin"):                  # word2vec's binary format, as its C tool writes it
+        with open(path, "wb") as f:
+            f.write(f"{words} {dim}\n".encode())
+            for start in range(0, words, 10000):
+                block = rng.standard_normal((min(10000, words - start), dim)).astype("<f4")
+                f.writelines(f"w{start + i} ".encode() + row.tobytes() + b"\n"
+                             for i, row in enumerate(block))
+        return
     with open(path, "w", encoding="utf-8") as f:
         for start in range(0, words, 10000):
             block = rng.standard_normal((min(10000, words - start), dim)).astype(np.float32)
@@ -70,7 +80,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("file")
     ap.add_argument("--repeat", type=int, default=3, help="runs per reader, best kept (>= 1)")
-    ap.add_argument("--make", action="store_true", help="write a random GloVe file to FILE")
+    ap.add_argument("--make", action="store_true", help="write a random GloVe file to FILE "
+                    "(word2vec binary if FILE ends in .bin)")
     ap.add_argument("--words", type=int, default=400000)
     ap.add_argument("--dim", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
