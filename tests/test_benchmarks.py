@@ -137,3 +137,13 @@ def test_logits_rows_compares_blocks_with_one_call_and_names_lmlows_pick():
     assert [int(r[1]) for r in rows] == [1, BLOCK_ROWS]
     assert all(float(r[2]) > 0 and float(r[3]) > 0 and r[5].strip() == "True" for r in rows)
     assert [r[6].strip() for r in rows] == ["one call", "blocks"]
+
+
+@pytest.mark.parametrize("name", ["v.txt", "v.bin"])
+def test_vector_load_reads_both_formats_as_gensim_does(tmp_path, name):
+    """benchmarks/vector_load.py on a small random file of each format it makes: lmlow's
+    reader and gensim's read the same words and float32 bits."""
+    f = tmp_path / name
+    run("vector_load.py", f, "--make", "--words", "300", "--dim", "8")
+    out = run("vector_load.py", f, "--repeat", "1")
+    assert "300 words x 8 dims" in out and "same words and float32 bits: True" in out
