@@ -66,7 +66,7 @@ class RunDir:
     # everything lmlow itself writes here: what --force clears (other files are left alone)
     OWN_FILES = (CONFIG, VOCAB, METRICS, SUMMARY, FREQUENCY, DATA, ARPA, BINARY, "best.pt",
                  "last.pt", "done")
-    OWN_GLOBS = ("eval_*.json", "*.tmp[0-9]*", LMPLZ_TMP + "*", LMPLZ_TEXT + "*", LMPLZ_ARPA + "*")
+    OWN_GLOBS = ("eval_*.json", LMPLZ_TMP + "*", LMPLZ_TEXT + "*", LMPLZ_ARPA + "*")
     OWN_FOLDERS = (ANALYSIS, BIAS_SWEEP)
 
     def __init__(self, path: Path):
@@ -388,12 +388,34 @@ class RunDir:
     def never_started(self) -> bool:
         """Only files lmlow writes before a run's first checkpoint (a run killed while it was
         being set up), or the pieces of an n-gram estimate that never finished (an n-gram run
-        has nothing to resume): starting it again needs no --force."""
+        has nothing to resume): starting it again needs no --force. The folder must be
+        lmlow's: its ``.lock`` (taken before anything is written) and, if there is one, a
+        ``config.json`` of lmlow's; a folder of someone else's ``config.json`` and
+        ``vocab.txt`` (a Hugging Face model's) was taken for one and its files replaced."""
         if self.best.exists() or self.last.exists() or self.finished or self.metrics_file.exists():
             return False
+        if not self.lock_file.is_file() or self.config.exists() and not self._lmlow_config():
+            return False
         early = {self.CONFIG, self.VOCAB, self.DATA, self.LOCK, self.ARPA, self.BINARY}
-        return all(p.name in early or p.name.startswith(self.STASH) or ".tmp" in p.name
-                   or p.name.startswith("lmplz-tmp-") for p in self.path.iterdir())
+        return all(p.name in early or p.name.startswith(self.STASH) or self.own_temporary(p.name)
+                   or p.name.startswith(self.LMPLZ_TMP) for p in self.path.iterdir())
+
+    def _lmlow_config(self) -> bool:
+        """Whether config.json is one lmlow wrote (a training's or an n-gram's settings)."""
+        try:
+            data = json.loads(self.config.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(data, dict) and "corpus" in data and "unk_threshold" in data
+
+    @classmethod
+    def own_temporary(cls, name: str) -> bool:
+        """``NAME.tmpPID`` of a file lmlow writes here (:func:`lmlow.files.temporary_path`);
+        another ``*.tmp123`` (the user's) is not lmlow's to remove."""
+        stem, dot, pid = name.rpartition(".tmp")
+        return bool(dot) and pid.isdigit() and (
+            stem in cls.OWN_FILES or stem in (cls.LMPLZ_TEXT, cls.LMPLZ_ARPA)
+            or stem.startswith("eval_") and stem.endswith(".json"))
 
     def create(self) -> "RunDir":
         make_folder(self.path)
@@ -504,7 +526,8 @@ class RunDir:
 
     def remove_stale_temporaries(self) -> list[Path]:
         """Delete ``*.tmpPID`` files and stashes left by processes that no longer run."""
-        return remove_if_owner_gone([*self.path.glob("*.tmp[0-9]*"),
+        return remove_if_owner_gone([*(p for p in self.path.glob("*.tmp[0-9]*")
+                                       if self.own_temporary(p.name)),
                                      *self.path.glob(f"{self.STASH}-*")])
 
     def _own_paths(self) -> list[Path]:
@@ -512,6 +535,7 @@ class RunDir:
             return []
         own = [self.path / n for n in (*self.OWN_FILES, *self.OWN_FOLDERS)]
         own += [p for g in self.OWN_GLOBS for p in self.path.glob(g)]
+        own += [p for p in self.path.glob("*.tmp[0-9]*") if self.own_temporary(p.name)]
         return [p for p in dict.fromkeys(own) if p.exists()]
 
     def clear(self, keep: tuple = ()) -> None:

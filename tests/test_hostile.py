@@ -548,6 +548,36 @@ def test_a_rejected_slurm_submission_leaves_the_folder_as_it_was(speech_corpus, 
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command", ["train", "ngram"])
+def test_a_folder_of_someone_elses_model_is_not_taken_for_an_unstarted_run(command, tmp_path):
+    """A Hugging Face model folder (config.json and vocab.txt) beside a file named like a
+    temporary: taken for a run killed while it was set up, its files were replaced or deleted
+    without --force. Now it is refused, every file kept; a folder lmlow set up (its .lock and
+    config) still starts again without --force, its own temporaries reclaimed; --force
+    clears lmlow's files only, a user's `notes.tmp99999` is not taken for a temporary."""
+    out = tmp_path / "model"
+    out.mkdir()
+    mine = {"config.json": '{"model_type": "bert"}\n', "vocab.txt": "[PAD]\n[UNK]\n",
+            "model.arpa": "not kenlm\n", "notes.tmp99999": "my notes\n"}
+    for name, text in mine.items():
+        (out / name).write_text(text)
+    args = (["train", MINI, "--out", out, "--preset", "tiny", "--max-epochs", "0", "--threads", "1",
+             "--quiet"] if command == "train" else
+            ["ngram", MINI, "--order", "3", "--memory", "100M", "--out", out, "--quiet"])
+    r = lmlow(*args)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "is not empty" in r.stderr, r.stderr
+    assert {p.name: p.read_text() for p in out.iterdir()} == mine
+    for name in mine:
+        (out / name).unlink()
+    (out / ".lock").write_text("pid 99999 on elsewhere since 2026-11-30 00:00:00\n")
+    (out / "config.json.tmp99998").write_text("{")          # a setup killed mid-write
+    lmlow(*args, check=True)
+    assert "config.json.tmp99998" not in {p.name for p in out.iterdir()}
+    (out / "notes.tmp99999").write_text("my notes\n")
+    lmlow(*args, "--force", check=True)
+    assert (out / "notes.tmp99999").read_text() == "my notes\n"
+
+
 def test_a_second_ngram_on_the_same_folder_is_refused(tmp_path):
     """Two `lmlow ngram --force` at once used to race (a traceback and a partial model): while
     one holds the run's lock (held here as the first estimator would hold it), the second is
