@@ -32,7 +32,13 @@ def run_folders(sweep_dir: Path, kind: str = LSTM) -> list[RunDir]:
     if not Path(sweep_dir).is_dir():
         what = "not a folder" if Path(sweep_dir).exists() else "no such folder"
         raise LmlowError(f"{sweep_dir}: {what}; expected a sweep folder (run folders inside)")
-    runs = (RunDir(p) for p in sorted(Path(sweep_dir).iterdir()) if p.is_dir())
+    folders = [p for p in sorted(Path(sweep_dir).iterdir()) if p.is_dir()]
+    linked = next((p for p in folders if p.is_symlink()), None)
+    if linked is not None:       # before any run is scored: its evaluations are written there
+        raise LmlowError(f"{linked}: a symbolic link among the sweep's runs; lmlow does not "
+                         "write a run's evaluations through a link: put the run folder itself "
+                         "there, or move the link out")
+    runs = (RunDir(p) for p in folders)
     return [r for r in runs if r.finished and r.kind == kind]
 
 

@@ -196,7 +196,10 @@ def job_script(out: Path, runs_file: Path, n: int, opts: SlurmOptions) -> str:
     lines = ["#!/bin/bash",
              _directive("job-name", f"lmlow-{out.name}", "--out"),
              f"#SBATCH --array=0-{n - 1}{throttle}",
-             _directive("output", f"{SweepDir(out).logs}/slurm-%A_%a.out", "--out"),
+             # sbatch expands %-patterns in the whole path (%x: the job's name): a % of the
+             # folder's own is %% there, or the output went to another folder
+             _directive("output", f"{str(SweepDir(out).logs).replace('%', '%%')}/slurm-%A_%a.out",
+                        "--out"),
              "#SBATCH --open-mode=append",
              "#SBATCH --requeue",
              f"#SBATCH --signal=B:USR1@{grace(opts)}"]
@@ -336,6 +339,7 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
         code = proc.wait()
     finished = rundir.finished
     sweep = SweepDir(out)
+    sweep.check_own_folders()                 # made a link since the submission: not written through
     sweep.outcome(run.folder).parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(sweep.outcome(run.folder), {
         "job": job, "node": socket.gethostname(), "exit": code, "finished": finished,

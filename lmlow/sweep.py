@@ -402,6 +402,7 @@ def record_plan(runs: list[Run], out: Path) -> None:
     changes only where the plan does), so a report never calls a partial table complete."""
     runs = [as_started(r, out) for r in runs]
     check_inputs(runs, out)
+    SweepDir(out).check_own_folders()           # before sweep.json: nothing written on a refusal
     make_folder(out)
     new = {r.folder: r for r in runs}
     merged = [new.pop(r.folder, r) for r in load_plan(out) or []] + list(new.values())

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from lmlow.errors import LmlowError
 from lmlow.rundir import RunDir
 
 
@@ -63,6 +64,18 @@ class SweepDir:
         refuse_link_folder(self.logs)
         self.logs.mkdir(exist_ok=True)
         return open_own(self.log(folder), "a")
+
+    def check_own_folders(self) -> None:
+        """Before a sweep writes anything: the folders it keeps its files in (``logs``,
+        ``slurm``, ``slurm/outcomes``) are folders or absent, never symbolic links (the run
+        lists, job scripts, task outcomes and SLURM's own output went where a link pointed)."""
+        from lmlow.files import refuse_link_folder
+
+        for folder in (self.logs, self.slurm, self.slurm / self.OUTCOMES):
+            refuse_link_folder(folder)
+            if folder.exists() and not folder.is_dir():
+                raise LmlowError(f"{folder}: exists and is not a folder, where lmlow keeps the "
+                                 "sweep's own files; move it away")
 
     def run(self, folder: str) -> RunDir:
         return RunDir(self.path / folder)

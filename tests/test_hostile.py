@@ -548,6 +548,69 @@ def test_a_rejected_slurm_submission_leaves_the_folder_as_it_was(speech_corpus, 
     assert not out.exists()
 
 
+@pytest.mark.parametrize("executor, link", [("local", "logs"), ("slurm", "slurm"),
+                                             ("slurm", "slurm/outcomes"), ("local", "logs=file")])
+def test_a_sweeps_own_folders_are_checked_before_it_writes(executor, link, speech_corpus,
+                                                           tmp_path):
+    """A sweep's logs/, slurm/ and slurm/outcomes/ planted as links: the SLURM run lists, job
+    script and jobs.json were written where slurm/ pointed (a task's outcome where outcomes/
+    did), and a local sweep refused a linked logs/ (or a file there) only after writing
+    sweep.json. Now each is refused in one line before anything is written."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "sbatch").write_text("#!/bin/sh\necho 4242\n")
+    (bin_ / "squeue").write_text("#!/bin/sh\nexit 0\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    out, elsewhere = tmp_path / "sweep", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    name, _, kind = link.partition("=")
+    (out / name).parent.mkdir(parents=True)
+    if kind == "file":
+        (out / name).write_text("mine\n")
+    else:
+        (out / name).symlink_to(elsewhere)
+    grid = tmp_path / "g.toml"
+    grid.write_text('[runs.one]\ntie = true\n')
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "sweep", str(speech_corpus), "--grid",
+                        str(grid), "--preset", "tiny", "--max-steps", "1", "--out", str(out),
+                        "--executor", executor], capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert f"{out / name}: " in r.stderr and "Traceback" not in r.stderr
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_sweep_path_with_a_percent_sign_keeps_slurms_output_in_it(tmp_path):
+    """sbatch expands %-patterns in --output's whole path (%x: the job's name): a sweep folder
+    named `runs%x` sent SLURM's task output to another folder; its % is written %%."""
+    from lmlow.slurm import SlurmOptions, job_script
+
+    out = tmp_path / "runs%x"
+    script = job_script(out, out / "slurm" / "a.runs", 2, SlurmOptions())
+    line = next(x for x in script.splitlines() if x.startswith("#SBATCH --output="))
+    assert line == f'#SBATCH --output="{tmp_path.resolve()}/runs%%x/logs/slurm-%A_%a.out"'
+
+
+def test_a_report_refuses_a_linked_run_folder_before_scoring(tiny_sweep, tmp_path):
+    """A run folder of the sweep replaced by a link to a run elsewhere: `report` wrote its
+    evaluations there and then refused with "edited or damaged?". Refused first now."""
+    import shutil
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(tiny_sweep, sweep, ignore=shutil.ignore_patterns(".lock"))
+    away = tmp_path / "away"
+    (sweep / "standard.seed1").rename(away)
+    for f in away.glob("eval_*.json"):
+        f.unlink()
+    (sweep / "standard.seed1").symlink_to(away)
+    r = lmlow("report", sweep)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert "standard.seed1: a symbolic link among the sweep's runs" in r.stderr
+    assert not list(away.glob("eval_*.json"))
+
+
 @pytest.mark.parametrize("command", ["train", "ngram"])
 def test_a_folder_of_someone_elses_model_is_not_taken_for_an_unstarted_run(command, tmp_path):
     """A Hugging Face model folder (config.json and vocab.txt) beside a file named like a
