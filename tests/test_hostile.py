@@ -528,15 +528,22 @@ def test_an_ascii_terminal_gets_escapes_not_a_traceback(stopped_run):
     assert "caf\\xe9" in r.stdout and "caf\\xe9" in r.stderr
 
 
-def test_a_rejected_slurm_submission_leaves_the_folder_as_it_was(speech_corpus, tmp_path):
-    """sbatch refuses the job (a fake sbatch that exits 1, as for a wrong account): one line
-    with SLURM's message, and no sweep.json, slurm/ or logs/ left behind."""
+def fake_slurm(tmp_path, sbatch: str):
+    """A folder for PATH with an `sbatch` running the shell lines ``sbatch`` and an empty
+    `squeue`: SLURM as a sweep sees it, without one."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    (bin_ / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: Invalid account' >&2\nexit 1\n")
+    (bin_ / "sbatch").write_text(f"#!/bin/sh\n{sbatch}\n")
     (bin_ / "squeue").write_text("#!/bin/sh\nexit 0\n")
     for f in bin_.iterdir():
         f.chmod(0o755)
+    return bin_
+
+
+def test_a_rejected_slurm_submission_leaves_the_folder_as_it_was(speech_corpus, tmp_path):
+    """sbatch refuses the job (a fake sbatch that exits 1, as for a wrong account): one line
+    with SLURM's message, and no sweep.json, slurm/ or logs/ left behind."""
+    bin_ = fake_slurm(tmp_path, "echo 'sbatch: error: Invalid account' >&2\nexit 1")
     out = tmp_path / "sweep"
     grid = tmp_path / "g.toml"
     grid.write_text('[runs.one]\ntie = true\n')
@@ -556,12 +563,7 @@ def test_a_sweeps_own_folders_are_checked_before_it_writes(executor, link, speec
     script and jobs.json were written where slurm/ pointed (a task's outcome where outcomes/
     did), and a local sweep refused a linked logs/ (or a file there) only after writing
     sweep.json. Now each is refused in one line before anything is written."""
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    (bin_ / "sbatch").write_text("#!/bin/sh\necho 4242\n")
-    (bin_ / "squeue").write_text("#!/bin/sh\nexit 0\n")
-    for f in bin_.iterdir():
-        f.chmod(0o755)
+    bin_ = fake_slurm(tmp_path, "echo 4242")
     out, elsewhere = tmp_path / "sweep", tmp_path / "elsewhere"
     elsewhere.mkdir()
     name, _, kind = link.partition("=")
