@@ -14,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import time
@@ -410,10 +411,12 @@ class RunDir:
 
     @classmethod
     def own_temporary(cls, name: str) -> bool:
-        """``NAME.tmpPID`` of a file lmlow writes here (:func:`lmlow.files.temporary_path`);
-        another ``*.tmp123`` (the user's) is not lmlow's to remove."""
-        stem, dot, pid = name.rpartition(".tmp")
-        return bool(dot) and pid.isdigit() and (
+        """``NAME.tmpPID`` of a file lmlow writes here (:func:`lmlow.files.temporary_path`;
+        a temporary written atomically is ``NAME.tmpPID.tmpPID``); another ``*.tmp123`` (the
+        user's) is not lmlow's to remove."""
+        m = re.fullmatch(r"(.+?)(?:\.tmp\d+)+", name)
+        stem = m.group(1) if m else ""
+        return bool(m) and (
             stem in cls.OWN_FILES or stem in (cls.LMPLZ_TEXT, cls.LMPLZ_ARPA)
             or stem.startswith("eval_") and stem.endswith(".json"))
 
