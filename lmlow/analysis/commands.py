@@ -384,7 +384,7 @@ def write_compare(rows: list[dict], out: Path, force: bool = False) -> list[Path
     tracked = {r["label"]: RunDir(r["run"]).frequency() for r in rows}
     tracked = {k: v for k, v in tracked.items() if v}
     names = COMPARE_FILES[:-1] + (COMPARE_FILES[-1:] if tracked else [])
-    with staged_outputs(out, names, force, optional=["frequency_curves.png"]) as stage:
+    with staged_outputs(out, names, force, optional=COMPARE_FILES[-1:]) as stage:
         atomic_write_text(stage / names[0], compare_markdown(rows) + "\n")
         atomic_write_text(stage / names[1], to_csv(*compare_table(rows)))
         atomic_write_json(stage / names[2], rows)

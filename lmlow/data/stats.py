@@ -99,6 +99,12 @@ def row_coverage(corpus: Corpus, known, splits: dict) -> dict:
     return out
 
 
+def beyond_training(words: Iterable[str], train: Counter) -> int:
+    """How many of ``words`` (a vector file's) the training text lacks, ``<eos>`` and
+    ``<unk>`` apart (the LM's special rows): the rows ``--extend-vocab`` adds at K = 0."""
+    return len({w for w in words if w not in train and w not in (EOS, UNK)})
+
+
 def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
                  embedding_words: Iterable[str] | None = None,
                  thresholds: Iterable[int] = THRESHOLDS) -> dict:
@@ -107,7 +113,7 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
     train = splits["train"].counts
     vocab = corpus.vocab
     # the words --extend-vocab adds at K = 0: the vectors' words the training text lacks
-    extension = len({w for w in corpus.extra_words if w not in train and w not in (EOS, UNK)})
+    extension = beyond_training(corpus.extra_words, train)
     out = {
         "corpus": str(corpus.root),
         "unk_threshold": corpus.unk_threshold,
@@ -130,7 +136,7 @@ def corpus_stats(corpus: Corpus, pretrain: WordCounts | None = None,
         out["embedding_coverage"]["vocabulary"] = coverage(Counter({w: 1 for w in vocab.words if w != EOS}), known)
         # GloVe writes its own <unk> vector, and all-text vectors an <eos>: the LM's special
         # rows, not words (as `lmlow vocab` counts them)
-        out["embedding_only_words"] = sum(1 for w in known if w not in train and w not in (EOS, UNK))
+        out["embedding_only_words"] = beyond_training(known, train)
         out["row_coverage"] = row_coverage(corpus, known, splits)
         from lmlow.recommendation import freeze_advice   # the tables' rule, if coverage decides
         out["freeze_advice"] = freeze_advice(out["row_coverage"]["train_tokens"]["tokens_pct"])
