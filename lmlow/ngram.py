@@ -6,8 +6,9 @@ vocabulary and the UNK rule (K) are the LSTM's, and every ``<unk>`` (literal in 
 by the rule, or out of vocabulary) is one word. ``lmplz`` refuses a literal ``<unk>`` (its
 ``--skip_symbols`` would delete the tokens), so ``<unk>`` is written as a placeholder word,
 estimated like any other. When every vocabulary word is in the training text, the placeholder is
-renamed ``<unk>`` in the ARPA file and KenLM's own ``<unk>`` entry (the unigram mass kept for
-unseen words, which here are all ``<unk>``) is merged into it: any KenLM tool then maps an
+renamed ``<unk>`` in the ARPA file and KenLM's own ``<unk>`` (the unigram mass kept for unseen
+words, which here are all ``<unk>``) is merged into it, after every context where the
+placeholder has an entry as well as in the unigrams: any KenLM tool then maps an
 unknown word to this trained ``<unk>``, as the LSTM does. When some vocabulary words are not
 (``--train-fraction``, ``--vocab``, ``--extend-vocab``), the placeholder keeps its name: the
 scorer reads lmlow's ``<unk>`` as it, with its trained probability, and only the unseen words
@@ -265,8 +266,62 @@ def rename_unk(src: Path, dst: Path, has_unk: bool, keep_placeholder: bool = Fal
         unigrams.remove(kenlm_unk)
         unk_log10 = float(kenlm_unk.split("\t")[0])
         out.write("".join(_merge_unk(l, unk_log10) for l in unigrams) + "\n")
+        model = None
         for line in f:
-            out.write(_rename(line) if PLACEHOLDER in line else line)
+            if PLACEHOLDER in line:
+                if model is None:        # only where <unk> follows a context
+                    model = load_arpa_quietly(src)
+                line = _rename(_merge_unk_after(line, model))
+            out.write(line)
+
+
+def _merge_unk_after(line: str, model) -> str:
+    """An n-gram ending in the placeholder, also holding the mass KenLM's ``<unk>`` gets after
+    that context (its unigram times the context's backoffs: KenLM never saw it after any
+    context). Merging the unigram alone lost that mass wherever the placeholder has an entry
+    of its own after a context, and the n-gram summed to 0.9995 there."""
+    parts = line.rstrip("\n").split("\t")
+    *context, last = parts[1].split(" ")
+    if last != PLACEHOLDER:
+        return line
+    p = math.log10(10 ** float(parts[0]) + 10 ** kenlm_logprob(model, context, UNK))
+    return "\t".join([f"{p:.7g}", *parts[1:]]) + "\n"
+
+
+def load_arpa_quietly(path: Path):
+    """The kenlm module's model of an ARPA file, without KenLM's progress bar and its advice
+    to build a binary file (written to file descriptor 2 whatever the config says)."""
+    import kenlm
+
+    config = kenlm.Config()
+    config.show_progress = False
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        return kenlm.Model(str(path), config)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def kenlm_logprob(model, context: list[str], word: str) -> float:
+    """KenLM's log10 probability of ``word`` after ``context`` (from ``<s>`` when the context
+    starts with it, else from no context), as its query program reads an n-gram."""
+    import kenlm
+
+    state = kenlm.State()
+    if context and context[0] == "<s>":
+        model.BeginSentenceWrite(state)
+        context = context[1:]
+    else:
+        model.NullContextWrite(state)
+    for w in context:
+        after = kenlm.State()
+        model.BaseScore(state, w, after)
+        state = after
+    return model.BaseScore(state, word, kenlm.State())
 
 
 def _merge_unk(line: str, kenlm_unk_log10: float) -> str:

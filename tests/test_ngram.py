@@ -86,6 +86,24 @@ def test_literal_unk_is_kept_trained_and_counted(tmp_path):
     assert run.vocab.counts[run.vocab.unk_id] == 9
 
 
+def test_merged_unk_is_a_distribution_after_every_context(kn):
+    """K=2, every vocabulary word seen: the trained <unk> takes KenLM's own <unk> mass. KenLM
+    reaches its <unk> after any context by backing off to the unigram, so the merge must add
+    it wherever <unk> has an entry after a context too, not only in the unigrams: after such
+    contexts the n-gram summed to 0.9995 (checked here through KenLM's own binary model)."""
+    ng = NgramRun(kn)
+    arpa = (kn / "model.arpa").read_text()
+    contexts = []
+    for order in (2, 3, 4):
+        grams = [l.split("\t")[1].split(" ") for l in
+                 arpa.split(f"\\{order}-grams:\n")[1].split("\n\n")[0].splitlines()]
+        found = [g[:-1] for g in grams if g[-1] == "<unk>" and not {"<s>", "</s>"} & set(g)]
+        assert len(found) >= 5
+        contexts += found[:15]
+    for context in contexts:
+        assert np.exp(ng.reader().feed(context).next_logprobs()).sum() == pytest.approx(1, abs=1e-5)
+
+
 def test_unk_rule_and_report_match_an_lstm_run(speech_corpus, kn, tmp_path):
     from lmlow.config import build_config
     from lmlow.train import train
