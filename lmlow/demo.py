@@ -21,6 +21,7 @@ Reuses what a previous run built. Usage: python -m lmlow.demo [--out runs/demo]
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import sys
 from functools import partial
@@ -204,26 +205,46 @@ def _table(rows: list[dict]) -> str:
 
 
 def conclusion(rows: list[dict]) -> str:
-    """Two sentences from the measured rows: the winner on validation perplexity (with the
-    runner-up's margin), and the winner on the test words seen 1-5 times in training, each
-    against every other row."""
+    """Two sentences from the measured rows: the winner on validation perplexity, and the
+    winner on the test words seen 1-5 times in training, each against every other row. One
+    seed each, so a row within 2% of the best (:data:`lmlow.paired.ONE_SEED`, the margin the
+    tables use for one seed) is level with it, not beaten; a row without a finite perplexity
+    (a diverged run) is named apart, never ranked."""
+    overall = ranking(rows, "valid", "validation perplexity", "{:.1f}")
+    n = max((r["rare_tokens"] for r in rows), default=0)
+    rare = ranking(rows, "test_rare", "perplexity", "{:,.0f}") if n else None
+    second = (f"On the {n:,} test words seen 1-5 times in training, {rare}" if rare else
+              "No test word was seen 1-5 times in training, so rare words were not compared.")
+    return f"Overall, {overall} {second}"
+
+
+def ranking(rows: list[dict], key: str, measure: str, fmt: str) -> str:
+    """The clause naming the best row by ``key`` (lower is better), those level with it, and
+    the rest with their values."""
+    from lmlow.paired import ONE_SEED
+
     def short(r):
         return r["configuration"].split(":")[0].split(" (")[0]
 
     def listing(items: list[str]) -> str:
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
-    overall = sorted(rows, key=lambda r: r["valid"])
-    rare = sorted(rows, key=lambda r: r["test_rare"])
-    margin = 100 * (overall[1]["valid"] / overall[0]["valid"] - 1)
-    first = (f"Overall, {short(overall[0])} wins: validation perplexity {overall[0]['valid']:.1f}, "
-             "against " + listing([f"{short(overall[1])} {overall[1]['valid']:.1f} "
-                                   f"({margin:.1f}% higher)"] +
-                                  [f"{short(r)} {r['valid']:.1f}" for r in overall[2:]]) + ".")
-    second = (f"On the {rare[0]['rare_tokens']:,} test words seen 1-5 times in training, "
-              f"{short(rare[0])} wins with perplexity {rare[0]['test_rare']:,.0f}, against "
-              + listing([f"{short(r)} {r['test_rare']:,.0f}" for r in rare[1:]]) + ".")
-    return first + " " + second
+    ranked = sorted((r for r in rows if math.isfinite(r[key])), key=lambda r: r[key])
+    broken = [short(r) for r in rows if not math.isfinite(r[key])]
+    tail = f" ({listing(broken)}: no finite {measure})" if broken else ""
+    if not ranked:
+        return f"no model has a finite {measure}{tail}."
+    best = ranked[0]
+    level = [r for r in ranked[1:] if r[key] <= best[key] * (1 + ONE_SEED)]
+    rest = [f"{short(r)} {fmt.format(r[key])} ({100 * (r[key] / best[key] - 1):.1f}% higher)"
+            for r in ranked[1 + len(level):]]
+    if level:
+        head = (f"{listing([short(r) for r in [best, *level]])} are level ({measure} "
+                f"{', '.join(fmt.format(r[key]) for r in [best, *level])}: within "
+                f"{100 * ONE_SEED:g}%, closer than one seed can tell apart)")
+        return head + (f", ahead of {listing(rest)}" if rest else "") + tail + "."
+    head = f"{short(best)} wins with {measure} {fmt.format(best[key])}"
+    return head + (f", against {listing(rest)}" if rest else "") + tail + "."
 
 
 if __name__ == "__main__":

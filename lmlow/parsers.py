@@ -322,9 +322,9 @@ def _report_parser(sub) -> None:
                    "baseline (e.g. one 5-gram per --train-fraction)")
     p.add_argument("--paired", metavar="CONFIG",
                    help="a configuration of the sweep (e.g. standard) to compare every other with, "
-                   "seed by seed: the difference per seed, its mean, the margin (twice the "
-                   "standard error of the differences, at least 0.5%% of the perplexity; with one "
-                   "seed 2%%) and a verdict: better, worse or no clear difference; in a grid of "
+                   "seed by seed: the difference per seed, its mean, the margin (the half-width "
+                   "of the 95%% t-interval of the differences, at least 0.5%% of the perplexity; "
+                   "with one seed 2%%) and a verdict: better, worse or no clear difference; in a grid of "
                    "groups (ours.K2, ours.data0.5) against CONFIG of the same group (standard.K2) "
                    "(a section of results.md, a `paired` entry per row of results.json) "
                    "(default: none)")

@@ -338,9 +338,10 @@ def add_paired(rows: list[dict], ref: str) -> str:
     return (f"\n## Against {ref}, seed by seed\n\n{skipped}Difference: the configuration's validation "
             f"perplexity minus that of {ref}{grouped}, same seed (below 0: better). "
             "*better*/*worse*: every "
-            "seed's difference has that sign and their mean is beyond the margin (twice the "
-            "standard error of the differences, at least 0.5% of the perplexity; with one seed "
-            "2%); otherwise *no clear difference*.\n\n"
+            "seed's difference has that sign and their mean is beyond the margin (the "
+            "half-width of the 95% t-interval of the differences: Student's t with n - 1 "
+            "degrees of freedom times their standard error, at least 0.5% of the perplexity; "
+            "with one seed 2%); otherwise *no clear difference*.\n\n"
             + markdown(PAIRED_COLUMNS, table, digits=4) + "\n")
 
 

@@ -440,7 +440,7 @@ def test_a_flag_of_one_backbone_goes_to_that_backbones_runs(tmp_path, speech_cor
 def test_report_paired_compares_every_configuration_with_one_seed_by_seed(tmp_path):
     """`lmlow report --paired standard` on the committed six (3 seeds): each configuration's
     differences from standard, seed by seed, read here from the run folders' own cached
-    evaluations, and the verdict by the rule written out again (two standard errors of the
+    evaluations, and the verdict by the rule written out again (the 95% t-interval of the
     differences, at least 0.5% of the perplexity). A name the sweep lacks is refused in one
     line and leaves the report as it was. In a grid of groups (K, data size) each row is
     compared with the reference of its own group."""
@@ -471,7 +471,7 @@ def test_report_paired_compares_every_configuration_with_one_seed_by_seed(tmp_pa
         d = [mine[s] - ref[s] for s in (1, 2, 3)]
         assert row["paired"]["against"] == "standard" and row["paired"]["seeds"] == [1, 2, 3]
         assert row["paired"]["diffs"] == pytest.approx(d)
-        margin = max(2 * statistics.stdev(d) / 3 ** 0.5,
+        margin = max(4.3026527 * statistics.stdev(d) / 3 ** 0.5,     # t(0.975, 2), from a table
                      0.005 * min(statistics.mean(ref.values()), statistics.mean(mine.values())))
         assert row["paired"]["margin"] == pytest.approx(margin)
         want = ("better" if all(x < 0 for x in d) and statistics.mean(d) < -margin else
