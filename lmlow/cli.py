@@ -277,7 +277,9 @@ COMMANDS = {"prepare": cmd_prepare, "vocab": cmd_vocab, "unk": cmd_unk, "stats":
             "sweep": cmd_sweep, "export": cmd_export,
             "sweep-task": cmd_sweep_task, "report": cmd_report, "analyze": cmd_analyze,
             "compare": cmd_compare, "generate": cmd_generate, "bias-sweep": cmd_bias_sweep}
-STOPS_ITSELF = ("train", "sweep", "sweep-task")     # they handle SIGTERM in their own way
+STOPS_ITSELF = ("sweep", "sweep-task")     # they handle SIGTERM in their own way
+# (train too, but only inside its loop: a SIGTERM while it sets up, with an earlier run set
+# aside by --force, raises Terminated here, so that run is put back)
 
 
 def parse_argv(argv: list[str] | None):
@@ -338,12 +340,21 @@ def _run(args) -> int:
     except (OSError, KeyboardInterrupt, Terminated) as e:
         return _stopped(e, args.debug)
     except (RuntimeError, MemoryError) as e:         # an allocation too large for the machine
-        line = out_of_memory(e)
+        line = out_of_memory(e) or _peer_failed(e)
         if line is None or args.debug:
             raise
         print(f"lmlow: error: {_rank()}{line}", file=sys.stderr)
         return 1
     return 0
+
+
+def _peer_failed(e: BaseException) -> str | None:
+    """One line for a training process whose peer stopped (under torchrun), else None."""
+    from lmlow.distributed import peer_failed
+
+    if not peer_failed(e):
+        return None
+    return "stopped: another training process failed (its error is above)"
 
 
 def _rank() -> str:

@@ -127,6 +127,22 @@ def end_process(code: int) -> None:
     os._exit(code)
 
 
+# what gloo and NCCL say when a peer process has gone (it printed its own error)
+_PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
+              "remote worker crashing", "NCCL communicator was aborted")
+
+
+def peer_failed(e: BaseException) -> bool:
+    """Whether ``e``, in a training process under torchrun, is a collective that failed
+    because another process stopped (its own one-line error is the reason): one line for
+    this process, not a traceback from inside autograd."""
+    if "WORLD_SIZE" not in os.environ:
+        return False
+    import torch.distributed as dist
+
+    return isinstance(e, getattr(dist, "DistError", ())) or any(m in str(e) for m in _PEER_GONE)
+
+
 def rank_seed(seed: int, rank: int) -> int:
     """Torch's seed for one rank's dropout masks: independent streams for every (seed, rank)."""
     return int(np.random.SeedSequence([seed, rank]).generate_state(1, np.uint64)[0])

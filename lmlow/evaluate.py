@@ -39,11 +39,20 @@ def pooled_perplexity(bins: list[dict], names=RARE_BINS) -> tuple[float | None, 
     n = sum(b["tokens"] for b in chosen)
     if not n:
         return None, 0
-    return math.exp(sum(b["tokens"] * math.log(b["perplexity"]) for b in chosen) / n), n
+    return exp_loss(sum(b["tokens"] * math.log(b["perplexity"]) for b in chosen) / n), n
 
 
 def perplexity(logprobs: np.ndarray) -> float:
-    return math.exp(-float(np.mean(logprobs))) if len(logprobs) else float("nan")
+    return exp_loss(-float(np.mean(logprobs))) if len(logprobs) else float("nan")
+
+
+def exp_loss(loss: float) -> float:
+    """A perplexity from a mean cross-entropy in nats: infinite beyond what a float holds (a
+    diverged model's loss of 1,000 nats per token was an OverflowError traceback)."""
+    try:
+        return math.exp(loss)
+    except OverflowError:
+        return math.inf
 
 
 @dataclass
@@ -313,9 +322,9 @@ class ScoreTotals:
         return record
 
     def text(self) -> str:
-        ppl = math.exp(-self.logprob / self.tokens)
+        ppl = exp_loss(-self.logprob / self.tokens)
         known = self.tokens - self.oov
-        without = (f"{math.exp(-(self.logprob - self.oov_logprob) / known):.2f}" if known
+        without = (f"{exp_loss(-(self.logprob - self.oov_logprob) / known):.2f}" if known
                    else "none left")
         return (f"{self.lines} lines, {self.tokens} tokens with <eos>, {self.oov} out of the "
                 f"vocabulary: perplexity {ppl:.2f} ({without} without them)")

@@ -29,6 +29,7 @@ import numpy as np
 
 from lmlow.config import SEED_RANGE, check_settings, check_values, in_range, setting
 from lmlow.errors import LmlowError
+from lmlow.evaluate import exp_loss
 
 
 TEMPERATURES = "[0.01, 100]"    # besides 0 (greedy); beyond, logits overflow in fp32
@@ -347,7 +348,7 @@ def _bias_sweep(run, opts: BiasSweepOptions, sampling: Sampling, corpus, checkpo
                          scaled, run.device)
         st = stats[lam]
         rows.append({"lambda": lam, **text_row(gen, vocab, log_u),
-                     "ppl": math.exp(st.cross_entropy),
+                     "ppl": exp_loss(st.cross_entropy),
                      "KL(unigram || mean p)": kl_divergence(unigram, st.mean_distribution)})
         texts += [{"lambda": lam, "sample": i, "text": render(vocab.decode(s))}
                   for i, s in enumerate(gen)]

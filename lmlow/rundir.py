@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.files import (atomic_write_json, make_folder, open_own, read_json, read_jsonl,
-                         refuse_link, remove_if_owner_gone)
+from lmlow.files import (atomic_write_json, make_folder, open_own, pid_alive, read_json,
+                         read_jsonl, refuse_link, remove_if_owner_gone)
 
 LSTM, NGRAM = "lstm", "ngram"
 KIND_NAMES = {LSTM: "LSTM", NGRAM: "n-gram"}     # a run's kind as a message names it
@@ -368,6 +368,7 @@ class RunDir:
         if self.path.exists() and not self.path.is_dir():
             raise LmlowError(f"{self.path}: exists and is not a folder")
         self.check_unlocked()
+        self.recover()
         if not force and not self.is_empty() and not self.never_started():
             raise LmlowError(f"{self.path} is not empty; {hint or 'pass '}--force to start over in it")
         return self
@@ -398,7 +399,8 @@ class RunDir:
         if not self.lock_file.is_file() or self.config.exists() and not self._lmlow_config():
             return False
         early = {self.CONFIG, self.VOCAB, self.DATA, self.LOCK, self.ARPA, self.BINARY}
-        return all(p.name in early or p.name.startswith(self.STASH) or self.own_temporary(p.name)
+        return all(p.name in early or p.name.startswith((self.STASH, self.DISCARD))
+                   or self.own_temporary(p.name)
                    or p.name.startswith(self.LMPLZ_TMP) for p in self.path.iterdir())
 
     def _lmlow_config(self) -> bool:
@@ -510,28 +512,83 @@ class RunDir:
         self.create()
         stash = self.path / f"{self.STASH}-{os.getpid()}"
         own = self._own_paths()
-        if own:
-            stash.mkdir()
-            for p in own:
-                os.replace(p, stash / p.name)
         try:
+            if own:              # inside the try: a signal halfway through moves them back
+                stash.mkdir()
+                for p in own:
+                    os.replace(p, stash / p.name)
+                (stash / self.MOVED).touch()     # from here on the new run may write
             yield self
         except BaseException:
-            self.clear()
-            if stash.exists():
-                for p in stash.iterdir():
-                    os.replace(p, self.path / p.name)
-                stash.rmdir()
+            self._put_back(stash)
             if created and self.is_empty():
                 shutil.rmtree(self.path, ignore_errors=True)
             raise
+        if stash.exists():       # renamed first: a kill while deleting leaves no "stash"
+            discard = self.path / f"{self.DISCARD}-{os.getpid()}"
+            os.replace(stash, discard)
+            shutil.rmtree(discard, ignore_errors=True)
+
+    MOVED = ".moved"     # in a stash: every file of the earlier run is in it
+    DISCARD = ".discarded"   # a stash whose replacement succeeded, being deleted
+
+    def _put_back(self, stash: Path) -> None:
+        """The earlier run's files back from ``stash``: the new run's removed first if the
+        stash was complete (before that, the new run had written nothing, and what is in the
+        folder is the earlier run's, not yet moved)."""
+        if not stash.is_dir():
+            return
+        if (stash / self.MOVED).exists():
+            self.clear()
+        for p in stash.iterdir():
+            if p.name != self.MOVED and not (self.path / p.name).exists():
+                os.replace(p, self.path / p.name)
         shutil.rmtree(stash, ignore_errors=True)
 
+    def recover(self) -> None:
+        """:meth:`recover_stash` under the run's lock (taken here unless this process holds
+        it), if a killed `train --force` left an earlier run set aside: what every command
+        that decides from the folder's files does first."""
+        if self._orphaned_stashes():
+            if self.lock_file.exists() and self.lock_file.resolve() in _HELD:
+                self.recover_stash()
+            else:
+                with self.lock():
+                    self.recover_stash()
+
+    def recover_stash(self) -> bool:
+        """Put back an earlier run that ``train --force`` had moved aside (``.replaced-PID``)
+        when its process died (SIGKILL, a power cut) before the new run's first checkpoint:
+        the new run's first files go and the earlier run's come back, as if the command had
+        never run. (Once the new run had its first checkpoint the stash is renamed
+        ``.discarded-PID`` before it is deleted: that one is never put back.) Call it under
+        the run's lock. Returns whether a run was put back."""
+        stashes = self._orphaned_stashes()
+        if not stashes:
+            return False
+        # one, but for a second killed --force over the first: its stash holds the first's
+        # unstarted files; the earlier run (with its last.pt) comes back, the others go
+        first, *others = sorted(stashes, key=lambda p: not (p / self.last.name).exists())
+        self._put_back(first)
+        for stash in others:
+            shutil.rmtree(stash, ignore_errors=True)
+        return True
+
+    def _orphaned_stashes(self) -> list[Path]:
+        """``.replaced-PID`` folders whose process no longer runs."""
+        if not self.path.is_dir():
+            return []
+        return [p for p in self.path.glob(f"{self.STASH}-*") if p.is_dir() and not
+                p.is_symlink() and re.fullmatch(re.escape(self.STASH) + r"-\d+", p.name)
+                and not pid_alive(int(p.name.rpartition("-")[2]))]
+
     def remove_stale_temporaries(self) -> list[Path]:
-        """Delete ``*.tmpPID`` files and stashes left by processes that no longer run."""
+        """Delete ``*.tmpPID`` files and discarded stashes left by processes that no longer
+        run (an earlier run set aside, ``.replaced-PID``, is put back instead:
+        :meth:`recover_stash`)."""
         return remove_if_owner_gone([*(p for p in self.path.glob("*.tmp[0-9]*")
                                        if self.own_temporary(p.name)),
-                                     *self.path.glob(f"{self.STASH}-*")])
+                                     *self.path.glob(f"{self.DISCARD}-*")])
 
     def _own_paths(self) -> list[Path]:
         if not self.path.is_dir():

@@ -36,7 +36,7 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
                                leave, rank_seed, require_processes, world_from_env, wrap)
 from lmlow.errors import Interrupted, LmlowError, caught_signals, silence_stdout
-from lmlow.evaluate import lstm_logprobs, valid_bins
+from lmlow.evaluate import exp_loss, lstm_logprobs, valid_bins
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
 from lmlow.frozen_rows import FrozenRows, describe_rows
 from lmlow.loss import lm_losses
@@ -495,7 +495,7 @@ class Trainer:
             self.rundir.create()
         if cfg.max_epochs == 0:
             loss = self.validate()
-            self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": math.exp(loss)})
+            self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": exp_loss(loss)})
             self.state.best_valid = self.state.ref_valid = loss
             self._save_best()
             self._save_last()
@@ -504,7 +504,7 @@ class Trainer:
         self.n_batches = data.shape[0] - 1
         if cfg.track_frequency and self.state.step == 0:  # curves start at the initialisation
             loss = self.validate()
-            self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": math.exp(loss),
+            self._log_metrics({"epoch": 0, "step": 0, "valid_loss": loss, "valid_ppl": exp_loss(loss),
                                "lr": self.state.lr, "elapsed": 0.0})
         st = self.state
         self.clocks = (time.time() - st.train_seconds, None)   # validations count as time
@@ -656,7 +656,7 @@ class Trainer:
         st = self.state
         loss = self.validate()
         self._log_metrics({"epoch": round(epoch, 3), "step": st.step, "valid_loss": loss,
-                           "valid_ppl": math.exp(loss), "lr": self._rate(), "base_lr": st.lr,
+                           "valid_ppl": exp_loss(loss), "lr": self._rate(), "base_lr": st.lr,
                            "elapsed": round(st.train_seconds, 1), "partial_epoch": True,
                            **self._scaler_metrics()})
         if counts and self._improves(loss):
@@ -686,7 +686,7 @@ class Trainer:
             st.ref_valid = loss
         self._log_metrics({"epoch": st.epoch, "step": st.step, "train_loss": self.epoch_stats["train_loss"],
                            "train_ppl": math.exp(min(50, self.epoch_stats["train_loss"])),
-                           "valid_loss": loss, "valid_ppl": math.exp(loss),
+                           "valid_loss": loss, "valid_ppl": exp_loss(loss),
                            "lr": self._rate(), "base_lr": st.lr,
                            "optimizer": "asgd" if st.asgd else cfg.optimizer,
                            "precision": precision_name(self.amp_dtype),   # may change on resume
@@ -777,7 +777,7 @@ class Trainer:
         best = self.rundir.best if self.rundir.best.exists() else self.rundir.last
         return {"run_dir": str(self.run_dir), "checkpoint": str(best),
                 "epochs": self.state.epoch, "steps": self.state.step,
-                "best_valid_ppl": math.exp(self.state.best_valid) if self.state.best_valid < math.inf else None,
+                "best_valid_ppl": exp_loss(self.state.best_valid) if self.state.best_valid < math.inf else None,
                 "train_seconds": round(self.state.train_seconds, 1), "tokens": self.state.tokens,
                 "tokens_per_s": round(self.state.tokens / max(1e-9, self.state.train_seconds)),
                 "stopped_by": self.stopped_by(),
@@ -877,6 +877,7 @@ def _resume(run_dir: Path, quiet: bool, corpus: Path | None, changes: dict,
     world = world_from_env()
     if world.main:
         run.check_unlocked()
+        run.recover()                         # a killed `train --force` set it aside?
     if not run.last.exists():
         raise LmlowError(f"{run.last}: no such checkpoint; {_why_no_last(run)}")
     with _on_main(world, run.lock):

@@ -178,3 +178,25 @@ def test_loss_scaler_state_survives_a_resume(speech_corpus, tmp_path, monkeypatc
     other = [r for r in metrics(tmp_path / "part") if r["step"] != 15]   # the stop's validation
     assert [(r["valid_ppl"], r["skipped_steps"]) for r in other] == \
         [(r["valid_ppl"], r["skipped_steps"]) for r in rows]
+
+
+def test_one_process_failing_is_one_line_from_each_not_a_traceback(speech_corpus, tmp_path):
+    """Rank 0 alone fails (its last.pt exceeds a file-size limit at the end of epoch 1):
+    rank 1, waiting in the gradients' all-reduce, saw gloo's "Connection closed by peer" and
+    printed a traceback from inside autograd. Now each process says one line."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (800 * 1024, resource.RLIM_INFINITY))
+
+    cache = os.environ["LMLOW_CACHE_DIR"]
+    lmlow("vocab", speech_corpus, check=True)                  # the cache, written without a cap
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "train", str(speech_corpus), "--out",
+                        str(tmp_path / "run"), "--preset", "tiny", "--max-epochs", "3",
+                        "--threads", "1", "--device", "cpu", "--nproc", "2", "--quiet"],
+                       capture_output=True, text=True, preexec_fn=cap,
+                       env={"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": cache,
+                            "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and "last.pt: cannot write the checkpoint" in r.stderr
+    assert "process 1: stopped: another training process failed (its error is above)" in r.stderr

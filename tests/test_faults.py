@@ -185,6 +185,67 @@ def test_sigterm_saves_and_resume_finishes_without_duplicate_rows(corpus, refere
     assert_same_weights(RunDir(run).last, RunDir(reference).last)
 
 
+def files(run):
+    """A run folder's files and their bytes (not the lock, whose text names its last holder)."""
+    return {p.name: p.read_bytes() for p in run.iterdir() if p.is_file() and p.name != ".lock"}
+
+
+def test_sigterm_while_force_sets_up_puts_the_earlier_run_back(corpus, reference, tmp_path):
+    """`train --force` over a finished run moves it aside (.replaced-PID) while the new one
+    is set up (config, vocabulary, corpus record, first checkpoint). A SIGTERM in that window
+    killed the process at once (train set no handler before its loop): the old run stayed in
+    the stash, and `--resume` said "no such checkpoint". Now it is put back, byte for byte,
+    and the command says so in one line. The window is short: the test polls for the stash
+    and tries again if the run got past it first."""
+    before = files(reference)
+    for attempt in range(8):
+        run, cache = tmp_path / f"run{attempt}", tmp_path / "cache"
+        shutil.copytree(reference, run)
+        p = start(["train", corpus, "--out", run, "--force", *TRAIN, "--max-steps", "1"], cache)
+        deadline = time.time() + 120
+        while p.poll() is None and time.time() < deadline:
+            if any(n.startswith(".replaced") for n in os.listdir(run)):
+                p.send_signal(signal.SIGTERM)
+                break
+        _, err = p.communicate(timeout=120)
+        if p.returncode == 0:
+            continue                     # it finished before the stash was seen: again
+        assert p.returncode == 128 + signal.SIGTERM, (p.returncode, err)
+        assert err == "lmlow: terminated (SIGTERM); nothing partial was kept\n", err
+        assert files(run) == before
+        assert not [n for n in os.listdir(run) if n.startswith(".replaced")]
+        return
+    pytest.fail("the SIGTERM never came while the earlier run was set aside")
+
+
+def test_a_force_killed_while_setting_up_leaves_the_earlier_run_to_the_next_command(
+        corpus, reference, tmp_path):
+    """SIGKILL (no handler runs) while `train --force` has the earlier run set aside: the next
+    command on the folder puts it back before deciding anything. A plain `train` then refuses
+    the (finished) run as it would have before; before, the folder counted as never started,
+    so a plain `train` took it, and --resume said "no such checkpoint"."""
+    before = files(reference)
+    for attempt in range(8):
+        run, cache = tmp_path / f"run{attempt}", tmp_path / "cache"
+        shutil.copytree(reference, run)
+        p = start(["train", corpus, "--out", run, "--force", *TRAIN, "--max-steps", "1"], cache)
+        deadline = time.time() + 120
+        while p.poll() is None and time.time() < deadline:
+            if any(n.startswith(".replaced") for n in os.listdir(run)):
+                p.kill()
+                break
+        p.communicate(timeout=120)
+        if p.returncode == 0:
+            continue
+        assert p.returncode == -signal.SIGKILL and any(n.startswith(".replaced") for n in os.listdir(run))
+        r = lmlow("train", corpus, "--out", run, *TRAIN, cache=cache)
+        assert r.returncode == 1 and "is not empty" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert files(run) == before
+        assert not [n for n in os.listdir(run) if n.startswith(".replaced")]
+        return
+    pytest.fail("the SIGKILL never came while the earlier run was set aside")
+
+
 def test_second_trainer_on_a_running_run_is_refused(corpus, tmp_path):
     run, cache = tmp_path / "run", tmp_path / "cache"
     p = start(["train", corpus, "--out", run, "--preset", "tiny", "--max-epochs", "50",

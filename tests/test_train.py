@@ -4,7 +4,7 @@ import json
 import math
 
 import pytest
-from conftest import lmlow
+from conftest import lmlow, write_corpus
 import torch
 
 from lmlow.config import build_config
@@ -375,3 +375,29 @@ def test_a_closed_stdout_does_not_stop_the_training(speech_corpus, tmp_path):
     summary = json.loads((run / "summary.json").read_text())
     assert summary["epochs"] == 2 and (run / "best.pt").exists()
     assert load(run).evaluate("valid").perplexity == pytest.approx(summary["best_valid_ppl"], rel=1e-5)
+
+
+def test_a_diverged_model_has_an_infinite_perplexity_not_a_traceback(tmp_path):
+    """Output rows of 800s: a validation cross-entropy of about 1,000 nats per token, whose
+    exponential no float holds. `train` (its epoch-0 validation) and `eval` stopped on
+    OverflowError; the perplexity is infinite (null in JSON) and the loss is kept."""
+    import random
+
+    rng = random.Random(1)
+    words = "the a cat dog sat on mat ran to house big small red blue".split()
+    lines = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(300)]
+    corpus = write_corpus(tmp_path / "c", "\n".join(lines[:240]) + "\n",
+                          "\n".join(lines[240:270]) + "\n", "\n".join(lines[270:]) + "\n")
+    vec = tmp_path / "v.txt"
+    vec.write_text("".join(f"{w} " + " ".join(str(rng.choice([-800.0, 800.0])) for _ in range(16))
+                           + "\n" for w in words))
+    run = tmp_path / "r"
+    r = lmlow("train", corpus, "--out", run, "--preset", "tiny", "--embeddings", vec, "--init",
+              "glove,glove-output", "--tie", "no", "--max-epochs", "0", "--threads", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    row = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    assert row["valid_loss"] > 710 and row["valid_ppl"] is None
+    r = lmlow("eval", run, "--json")
+    assert r.returncode == 0, r.stderr
+    ev = json.loads(r.stdout)
+    assert ev["perplexity"] is None and ev["cross_entropy"] > 710

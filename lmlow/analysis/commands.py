@@ -20,6 +20,7 @@ from lmlow.analysis.stats import alc, binned_means, kl_divergence, unigram_distr
 from lmlow.config import check_values, setting
 from lmlow.data.corpus import SPLITS
 from lmlow.errors import LmlowError
+from lmlow.evaluate import exp_loss
 from lmlow.files import atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.plots import plot_validation_curves, pyplot
 from lmlow.rundir import LSTM, NGRAM, RunDir
@@ -118,7 +119,7 @@ def _analyze(rd: RunDir, split: str, stage: Path, tokens: int, bins: int, corpus
         "kl_uniform_avg": kl_divergence(uniform, full.mean_distribution),
         "kl_uniform_avg_no_bias": kl_divergence(uniform, nob.mean_distribution),
         "kl_unigram_token": full.kl_unigram_token, "kl_unigram_token_no_bias": nob.kl_unigram_token,
-        "perplexity": math.exp(full.cross_entropy), "perplexity_no_bias": math.exp(nob.cross_entropy),
+        "perplexity": exp_loss(full.cross_entropy), "perplexity_no_bias": exp_loss(nob.cross_entropy),
         "logprob_vs_frequency": fig4, "prediction_vs_frequency": fig1,
         "frequency_jsonl": frequency,
     }
