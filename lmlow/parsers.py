@@ -62,7 +62,8 @@ def _prepare_parser(sub) -> None:
     p.add_argument("inputs", nargs="+", type=input_path, metavar="INPUT",
                    help="text files (documents separated by blank lines, see --documents) or "
                    "folders (one document per file, recursively); - reads standard input")
-    add_output(p, "output corpus folder (or a single file with --no-split)",
+    add_output(p, "output corpus folder (or a single file with --no-split); not an input "
+               "folder nor inside one, whose files are all read",
                json="print the report as JSON")
     add_settings(p, PrepareOptions)
     p.set_defaults(run="prepare")

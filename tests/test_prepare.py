@@ -259,3 +259,23 @@ def test_a_stop_between_two_renames_still_renames_the_whole_corpus(tmp_path, mon
     assert json.loads((out / "prepare.json").read_text())["tokenizer"] == "spacy"
     first = (out / "train.txt").read_text(encoding="utf-8").split("\n", 1)[0]
     assert first == first.lower()                        # the ptb splits, not the old ones
+
+
+@pytest.mark.parametrize("out, extra", [("docs/corpus", []), ("docs", []),
+                                        ("docs/sub/all.txt", ["--no-split"])])
+def test_an_out_inside_an_input_folder_is_refused_before_anything_is_written(tmp_path, out,
+                                                                             extra):
+    """A folder's files are all read: `prepare docs --out docs/corpus --force` read the last
+    run's splits and prepare.json back as documents, and a --no-split file there grew with
+    each rerun. Refused in one line naming --out; nothing is written."""
+    from conftest import lmlow
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(12):
+        (docs / f"d{i:02}.txt").write_text(f"document {i} has some words in it\n")
+    before = sorted(p.name for p in docs.rglob("*"))
+    r = lmlow("prepare", docs, "--out", tmp_path / out, "--force", *extra)
+    assert r.returncode == 1 and f"--out {tmp_path / out}:" in r.stderr, r.stderr
+    assert "input folder" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert sorted(p.name for p in docs.rglob("*")) == before

@@ -222,6 +222,7 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
     for path in [*inputs, *exclude]:
         if not Path(path).exists():
             raise LmlowError(f"{path}: no such file or folder")
+    refuse_out_in_input(inputs, out)
     if no_split and out.is_dir():
         raise LmlowError(f"{out}: is a folder; --no-split writes one file")
     if no_split:
@@ -264,6 +265,20 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         scratch.unlink(missing_ok=True)
         os.close(lock)                        # releases the flock
     return report
+
+
+def refuse_out_in_input(inputs, out: Path) -> None:
+    """Refuse an ``out`` that is an input folder or lies inside one: a folder's files are all
+    read, so a rerun with --force read the last run's splits and prepare.json as documents (and
+    a --no-split file there grew with each run). Checked before anything is written."""
+    target = Path(out).resolve()
+    for inp in inputs:
+        folder = Path(inp).resolve()
+        if Path(inp).is_dir() and (target == folder or folder in target.parents):
+            where = "is" if target == folder else "lies inside"
+            raise LmlowError(f"--out {out}: {where} the input folder {inp}, whose files are "
+                             "all read: a rerun would read these outputs as input; write "
+                             "them outside it")
 
 
 def _line_hashes(paths) -> set[bytes]:
