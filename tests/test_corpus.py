@@ -65,3 +65,21 @@ def test_empty_split_is_an_error(tmp_path):
     root = write_corpus(tmp_path / "c", "a b\n", "", "a\n")
     with pytest.raises(LmlowError, match=r"valid.txt: empty file"):
         Corpus(root, show_progress=False).encode("valid")
+
+
+def test_a_same_size_rewrite_with_its_mtime_put_back_is_counted_again(tmp_path):
+    """`cp -p` or `touch -d` over a corpus split gives a same-size file with the old mtime:
+    the cache (keyed by path, size, mtime) returned the old file's counts. The change time,
+    which no user call can set, now tells them apart."""
+    import time
+
+    from lmlow.data.corpus import count_words
+
+    path = tmp_path / "train.txt"
+    path.write_text("a a b\n")
+    old = path.stat()
+    assert count_words(path, show_progress=False).counts == {"a": 2, "b": 1}
+    time.sleep(0.05)                       # past the kernel's coarse clock tick
+    path.write_text("c c c\n")             # same size, same inode
+    os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns))
+    assert count_words(path, show_progress=False).counts == {"c": 3}

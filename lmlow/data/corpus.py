@@ -1,9 +1,9 @@
 """A corpus folder, its training counts, vocabulary and memory-mapped encoded splits.
 
 Counting and encoding stream the text once and are cached under ``$LMLOW_CACHE_DIR`` (default
-``~/.cache/lmlow``), keyed by a hash of the file (path, size, modification time) and of every
-option that changes the result, so a second run starts at once and 100M tokens take 400 MB of
-int32 on disk, not 100M Python objects in memory.
+``~/.cache/lmlow``), keyed by a hash of the file (path, size, modification and change times,
+inode) and of every option that changes the result, so a second run starts at once and 100M
+tokens take 400 MB of int32 on disk, not 100M Python objects in memory.
 """
 from __future__ import annotations
 
@@ -55,7 +55,10 @@ def cache_dir(sub: str) -> Path:
 
 
 def file_key(path: Path, **options) -> str:
-    """Hash of a file's identity (path, size, mtime) and the options applied to it."""
+    """Hash of a file's identity and the options applied to it. Path, size and mtime alone
+    missed a same-size rewrite whose mtime was put back (`cp -p`, `touch -d`, a restore), and
+    the stale counts were used: the change time (which no user call sets) and the inode (new
+    for a file replaced by rename) are part of it too."""
     path = Path(path)
     if not path.is_file():
         why = ("is a folder, expected a text file" if path.is_dir() else "no such file"
@@ -64,6 +67,7 @@ def file_key(path: Path, **options) -> str:
         raise LmlowError(f"{path}: {why}")
     st = path.stat()
     ident = {"path": str(Path(path).resolve()), "size": st.st_size, "mtime": st.st_mtime_ns,
+             "ctime": st.st_ctime_ns, "inode": st.st_ino,
              "format": CACHE_FORMAT, **options}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
 
