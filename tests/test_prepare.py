@@ -279,3 +279,26 @@ def test_an_out_inside_an_input_folder_is_refused_before_anything_is_written(tmp
     assert r.returncode == 1 and f"--out {tmp_path / out}:" in r.stderr, r.stderr
     assert "input folder" in r.stderr and len(r.stderr.splitlines()) == 1
     assert sorted(p.name for p in docs.rglob("*")) == before
+
+
+def test_prepared_like_refuses_text_the_corpus_preparation_did_not_make(speech_corpus,
+                                                                         tmp_path):
+    """`--prepared-like CORPUS` keeps its input as it is and records CORPUS's preparation
+    (spaCy, --ptb): raw text with capitals, numbers or punctuation was kept and prepare.json
+    claimed it was lowercased and stripped. The first line the normalisation would change is
+    refused by file and line; text it made (`N`, `<EOS>`, lower case) is accepted."""
+    from conftest import lmlow
+
+    made = tmp_path / "made.txt"
+    made.write_text("".join(f"the N senate met <EOS> in {w}\n\n" for w in "abcdefghij"))
+    r = lmlow("prepare", made, "--out", tmp_path / "ok", "--prepared-like", speech_corpus)
+    assert r.returncode == 0, r.stderr
+    for line, bad, what in (("the senate in N met", "1794", "number"),
+                            ("the senate met", "Senate", "capitals"),
+                            ("the senate met", ";", "punctuation")):
+        raw = tmp_path / "raw.txt"
+        raw.write_text(f"{line}\n\nthe {bad} met\n")
+        r = lmlow("prepare", raw, "--out", tmp_path / "bad", "--prepared-like", speech_corpus)
+        assert r.returncode == 1 and f"raw.txt:3: {bad!r}" in r.stderr and what in r.stderr, \
+            r.stderr
+        assert len(r.stderr.splitlines()) == 1 and not (tmp_path / "bad").exists()

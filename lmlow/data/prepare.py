@@ -32,6 +32,7 @@ from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder,
 from lmlow.progress import progress
 
 DOC_MODES = ("auto", "file", "blank", "line")
+LineCheck = typing.Callable[[Path, int, str], None]
 
 
 def parse_size(value: str) -> float | int:
@@ -83,7 +84,8 @@ class PrepareOptions:
                                          "already (its own splits, re-split or cut): split on "
                                          "spaces and kept as it is, and prepare.json records "
                                          "CORPUS's tokenizer and normalisation, so that "
-                                         "`score --raw` reads new text as CORPUS's was",
+                                         "`score --raw` reads new text as CORPUS's was; a "
+                                         "line that normalisation would change is refused",
                                          parse=Path, metavar="CORPUS")
     CHOICES: typing.ClassVar[dict] = {"tokenizer": TOKENIZERS, "documents": DOC_MODES}
     RANGES: typing.ClassVar[dict] = {"seed": SEED_RANGE}     # as every other --seed of lmlow
@@ -127,6 +129,24 @@ class PrepareOptions:
             return tokenizer, norm
         return self._recorded("--prepared-like", self.prepared_like)
 
+    def prepared_check(self) -> LineCheck | None:
+        """With ``prepared_like``, a check that each line is text CORPUS's normalisation made
+        (raw text with capitals, numbers or punctuation was kept, and prepare.json then claimed
+        a preparation the text never had): the first line it would change is refused."""
+        if self.prepared_like is None:
+            return None
+        corpus = self.prepared_like
+        _, norm = self._recorded("--prepared-like", corpus)
+
+        def check(path: Path, lineno: int, line: str) -> None:
+            for token in line.split():
+                if (change := norm.change(token)) is not None:
+                    raise LmlowError(f"{path}:{lineno}: {token!r} {change} (the preparation "
+                                     f"{corpus} records): not text it made, which "
+                                     f"--prepared-like keeps as it is; --like {corpus} "
+                                     "prepares raw text as that corpus was")
+        return check
+
     @staticmethod
     def _recorded(flag: str, corpus: Path) -> tuple[str, Normalisation]:
         record = corpus_preparation(corpus)
@@ -158,7 +178,8 @@ class PrepareReport:
         return "\n".join(lines + [markdown(["split", "documents", "lines", "tokens"], rows)])
 
 
-def iter_documents(inputs: list[Path], mode: str = "auto") -> Iterator[list[str]]:
+def iter_documents(inputs: list[Path], mode: str = "auto",
+                   check: LineCheck | None = None) -> Iterator[list[str]]:
     """Yield documents as lists of raw lines (blank lines dropped).
 
     A file gives documents separated by blank lines (``blank``, auto's choice), one per line
@@ -166,6 +187,7 @@ def iter_documents(inputs: list[Path], mode: str = "auto") -> Iterator[list[str]
     files skipped; an empty one skipped) are read the same way, a whole file each under
     ``auto``: a folder of chat logs with ``line`` gives a document per message (``line`` was
     ignored there, and the split then refused "1 document" with advice to pass it).
+    ``check(path, lineno, line)`` sees each non-blank line as it is read (and may refuse it).
     """
     if mode not in DOC_MODES:
         raise LmlowError(f"unknown document mode {mode!r}; choose one of {', '.join(DOC_MODES)}")
@@ -176,23 +198,28 @@ def iter_documents(inputs: list[Path], mode: str = "auto") -> Iterator[list[str]
             if not files:
                 raise LmlowError(f"{inp}: folder has no files")
             for f in files:
-                yield from _split_file(f, "file" if mode == "auto" else mode, empty_ok=True)
+                yield from _split_file(f, "file" if mode == "auto" else mode, empty_ok=True,
+                                       check=check)
         else:
-            yield from _split_file(inp, "blank" if mode == "auto" else mode)
+            yield from _split_file(inp, "blank" if mode == "auto" else mode, check=check)
 
 
-def _raw_lines(path: Path, keep_blank: bool = False) -> Iterator[str]:
+def _raw_lines(path: Path, keep_blank: bool = False,
+               check: LineCheck | None = None) -> Iterator[str]:
     with open_binary(path) as f:
         for lineno, raw in numbered_lines(path, f):
             line = decode_line(path, lineno, raw).strip()
+            if line and check:
+                check(path, lineno, line)
             if line or keep_blank:
                 yield line
 
 
-def _split_file(path: Path, mode: str, empty_ok: bool = False) -> Iterator[list[str]]:
+def _split_file(path: Path, mode: str, empty_ok: bool = False,
+                check: LineCheck | None = None) -> Iterator[list[str]]:
     doc: list[str] = []
     empty = True
-    for line in _raw_lines(path, keep_blank=True):
+    for line in _raw_lines(path, keep_blank=True, check=check):
         if line:
             empty = False
             doc.append(line)
@@ -243,7 +270,7 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         #                                       first has written them meanwhile
         remove_stale_stages(folder, [t.name for t in targets])   # what a kill -9 left
         docs = _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded,
-                            report, show_progress)
+                            report, show_progress, opts.prepared_check())
         if not docs:
             given = f"{inputs[0]}" + (f" (and {len(inputs) - 1} more)" if len(inputs) > 1 else "")
             removed = report.duplicates_removed + report.excluded_removed
@@ -306,13 +333,13 @@ class Documents:
 
 
 def _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded, report,
-                 show_progress) -> Documents:
+                 show_progress, check: LineCheck | None = None) -> Documents:
     """Write tokenised documents to ``scratch``; return where each one is."""
     tokenize = make_tokenizer(tokenizer)
     seen: set[bytes] = set()
     docs = Documents()
     with open(scratch, "wb") as f, progress("tokenising", show_progress) as bar:
-        for doc in iter_documents(inputs, documents):
+        for doc in iter_documents(inputs, documents, check):
             start, ntok = f.tell(), 0
             for tokens in tokenize(doc):
                 tokens = norm.apply(tokens)

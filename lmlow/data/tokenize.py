@@ -44,6 +44,23 @@ class Normalisation:
         return out
 
 
+    def change(self, token: str) -> str | None:
+        """What :meth:`apply` would do to ``token`` (``has capitals, which it lowercases``),
+        or None if it keeps it. Text it made is kept (its `N`, which lowercasing again would
+        lower, and its `<EOS>`), so a token it changes shows text it did not make."""
+        if self.strip_punct and is_punctuation(token):
+            return "is punctuation, which it drops"
+        if self.numbers and _NUMBER.fullmatch(token):
+            return "is a number, which it writes as N"
+        low = token.lower()
+        if (self.lowercase and _RESERVED.get(low, low) != token
+                and not (self.numbers and token == "N")):
+            return "has capitals, which it lowercases"
+        if token in _RESERVED:
+            return f"is reserved, which it writes as {_RESERVED[token]}"
+        return None
+
+
 def is_punctuation(token: str) -> bool:
     return all(unicodedata.category(c).startswith("P") for c in token)
 
