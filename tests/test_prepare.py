@@ -302,3 +302,19 @@ def test_prepared_like_refuses_text_the_corpus_preparation_did_not_make(speech_c
         assert r.returncode == 1 and f"raw.txt:3: {bad!r}" in r.stderr and what in r.stderr, \
             r.stderr
         assert len(r.stderr.splitlines()) == 1 and not (tmp_path / "bad").exists()
+
+
+def test_sentence_bound_tokens_are_written_so_that_ngram_takes_the_corpus(tmp_path):
+    """`<s>` and `</s>` (KenLM's sentence bounds) passed through prepare, so `lmlow ngram`
+    refused the corpus prepare had just made. prepare writes them `<S>` and `</S>`, as it
+    writes a literal `<eos>` `<EOS>`."""
+    from conftest import lmlow
+
+    raw = tmp_path / "raw.txt"
+    raw.write_text("".join(f"<s> the cat {w} sat on the mat </s>\n" for w in "abcdefghijkl"))
+    lmlow("prepare", raw, "--out", tmp_path / "c", "--documents", "line", "--valid", "2",
+          "--test", "2", check=True)
+    train = (tmp_path / "c" / "train.txt").read_text().split()
+    assert train.count("<S>") == train.count("</S>") > 0 and "<s>" not in train
+    r = lmlow("ngram", tmp_path / "c", "--order", "2", "--out", tmp_path / "kn")
+    assert r.returncode == 0, r.stderr

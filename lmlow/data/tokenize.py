@@ -6,6 +6,9 @@ Normalisation options, each separate (``ptb`` turns on all three, as in Mikolov'
 - strip punctuation: a token made only of Unicode punctuation (categories P*: ``.``, ``,``,
   ``"``, ``--``, ``(``, and also ``%``, ``&``, ``#``) is dropped; symbols (categories S*:
   ``$``, ``+``, ``>``, ``=``) are kept.
+
+Always, whatever the options: the reserved tokens ``<eos>``, ``<s>`` and ``</s>`` of raw text
+become ``<EOS>``, ``<S>`` and ``</S>`` (lmlow's line end; KenLM's sentence bounds).
 """
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ from lmlow.errors import LmlowError
 
 TOKENIZERS = ("whitespace", "spacy", "stanza", "scispacy")
 _NUMBER = re.compile(r"[+-]?(\d[\d,]*(\.\d+)?|\.\d+)")
-_RESERVED = {"<eos>": "<EOS>"}  # a literal <eos> in raw text must not end a line
+# a literal <eos> in raw text must not end a line, and <s> </s> are KenLM's sentence bounds,
+# which `lmlow ngram` refuses as words: each becomes the word in capitals
+_RESERVED = {"<eos>": "<EOS>", "<s>": "<S>", "</s>": "</S>"}
 
 
 @dataclass(frozen=True)
