@@ -89,3 +89,14 @@ def test_a_pipe_is_read_a_device_is_refused(tmp_path):
     writer.join()
     with pytest.raises(LmlowError, match="^/dev/zero: a device or socket, not a text file"):
         list(iter_lines("/dev/zero"))
+
+
+def test_a_byte_order_mark_inside_a_file_is_dropped_too(tmp_path, capsys):
+    """Files joined by `cat` keep each one's byte-order mark: only line 1's was dropped, and
+    the others made words of their own (`\\ufeffthe` beside `the`). A mark at the start of any
+    line is dropped, with one note."""
+    f = tmp_path / "joined.txt"
+    f.write_bytes("\ufeffthe cat\n\ufeffthe dog\nthe end\n\ufeffthe bird\n".encode("utf-8"))
+    assert [tokens[0] for _, tokens in iter_lines(f)] == ["the"] * 4
+    err = capsys.readouterr().err
+    assert err.count("line 2 starts with a UTF-8 byte-order mark") == 1, err

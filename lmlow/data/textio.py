@@ -209,10 +209,14 @@ def note_once(path: Path, kind: str, text: str) -> None:
         print(f"lmlow: note: {path}: {text}", file=sys.stderr)
 
 
-def note_bom(path: Path) -> None:
+def note_bom(path: Path, lineno: int = 1) -> None:
     """Say once per file that a UTF-8 byte-order mark was dropped (it would have made the first
-    word another word: `\ufeffthe`)."""
-    note_once(path, "bom", "starts with a UTF-8 byte-order mark; ignored")
+    word another word: `\ufeffthe`); one inside the file, once more (files joined by `cat`)."""
+    if lineno == 1:
+        note_once(path, "bom", "starts with a UTF-8 byte-order mark; ignored")
+    else:
+        note_once(path, "bom-inside", f"line {lineno} starts with a UTF-8 byte-order mark "
+                  "(files joined by cat keep theirs); ignored there and on any other line")
 
 
 def note_carriage_returns(path: Path, first_line: bytes) -> None:
@@ -225,15 +229,17 @@ def note_carriage_returns(path: Path, first_line: bytes) -> None:
 
 
 def decode_line(path: Path, lineno: int, raw: bytes) -> str:
+    """A line's text, with a byte-order mark at its start dropped: on any line, since files
+    joined by `cat` keep each one's mark, which glued to a word made another word."""
     if b"\0" in raw:
         raise LmlowError(f"{path}:{lineno}: binary file (NUL byte); expected UTF-8 text")
     try:
         text = raw.decode("utf-8")
         if lineno == 1:
             note_carriage_returns(path, raw)
-            if text.startswith(BOM):
-                note_bom(path)
-                text = text[1:]
+        if text.startswith(BOM):
+            note_bom(path, lineno)
+            text = text[1:]
         return text
     except UnicodeDecodeError as e:
         raise LmlowError(f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at "
