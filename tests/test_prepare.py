@@ -318,3 +318,20 @@ def test_sentence_bound_tokens_are_written_so_that_ngram_takes_the_corpus(tmp_pa
     assert train.count("<S>") == train.count("</S>") > 0 and "<s>" not in train
     r = lmlow("ngram", tmp_path / "c", "--order", "2", "--out", tmp_path / "kn")
     assert r.returncode == 0, r.stderr
+
+
+def test_lines_separated_by_unicode_line_separators_get_a_note_and_the_refusal_names_the_file(
+        tmp_path):
+    """A file whose lines are separated only by U+2028 or U+0085 (no line feed) read silently
+    as one line, and the split then refused "not enough documents (1)" naming no file. Now a
+    note says why, once, and the refusal names the input."""
+    from conftest import lmlow
+
+    for name, sep in (("ls.txt", "\u2028"), ("nel.txt", "\x85")):
+        raw = tmp_path / name
+        raw.write_text(sep.join(f"line {i} of the text" for i in range(20)), encoding="utf-8")
+        r = lmlow("prepare", raw, "--out", tmp_path / "c", "--documents", "line")
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.count("Unicode line separators alone") == 1, r.stderr
+        assert f"error: {raw}: not enough documents (1)" in r.stderr, r.stderr
+        assert not (tmp_path / "c").exists()

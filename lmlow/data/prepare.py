@@ -271,8 +271,8 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         remove_stale_stages(folder, [t.name for t in targets])   # what a kill -9 left
         docs = _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded,
                             report, show_progress, opts.prepared_check())
+        given = _named(inputs)
         if not docs:
-            given = f"{inputs[0]}" + (f" (and {len(inputs) - 1} more)" if len(inputs) > 1 else "")
             removed = report.duplicates_removed + report.excluded_removed
             raise LmlowError(f"{given}: no text left after tokenisation and filtering" +
                              (f" ({removed} lines removed by --dedup/--exclude)" if removed else
@@ -282,7 +282,7 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
             report.splits["all"] = _summary(len(docs.tokens), sum(docs.tokens), out)
         else:
             assignment = assign_splits(docs.tokens, valid, test, seed,
-                                       more_documents=documents != "line")
+                                       more_documents=documents != "line", source=given)
             _copy_splits(scratch, docs, assignment, out, report, record)
     except BaseException:
         scratch.unlink(missing_ok=True)
@@ -292,6 +292,11 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         scratch.unlink(missing_ok=True)
         os.close(lock)                        # releases the flock
     return report
+
+
+def _named(inputs) -> str:
+    """The inputs, as an error names them: the first, and how many more."""
+    return f"{inputs[0]}" + (f" (and {len(inputs) - 1} more)" if len(inputs) > 1 else "")
 
 
 def refuse_out_in_input(inputs, out: Path) -> None:
@@ -369,14 +374,15 @@ def _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded, r
 
 
 def assign_splits(doc_tokens: list[int], valid, test, seed: int,
-                  more_documents: bool = True) -> list[str]:
+                  more_documents: bool = True, source: str = "") -> list[str]:
     """Choose a split for each document: test first, then valid, in a seeded random order.
 
     Documents are drawn until each held-out split reaches its size in tokens (a fraction of
     all tokens or a count; a fraction above 0 asks for at least one token, so that a text too
     small for it is refused rather than given an empty split); the rest is train.
     Deterministic for a given seed. ``more_documents``: the refusal may suggest
-    ``--documents line`` (not when the documents are lines already).
+    ``--documents line`` (not when the documents are lines already); ``source`` names the
+    input(s) in it.
     """
     total = sum(doc_tokens)
     want = {s: (max(round(v * total), v > 0) if isinstance(v, float) else v) for s, v in
@@ -393,7 +399,8 @@ def assign_splits(doc_tokens: list[int], valid, test, seed: int,
             pos += 1
     for split in SPLITS:
         if split not in assignment and (split == "train" or want[split] > 0):
-            raise LmlowError(f"not enough documents ({len(doc_tokens)}) to fill train, valid "
+            raise LmlowError((f"{source}: " if source else "") +
+                             f"not enough documents ({len(doc_tokens)}) to fill train, valid "
                              "and test; give more text, smaller sizes"
                              + (", or --documents line" if more_documents else ""))
     return assignment

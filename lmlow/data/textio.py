@@ -228,6 +228,22 @@ def note_carriage_returns(path: Path, first_line: bytes) -> None:
                    "so it reads as one line; convert it first: tr '\\r' '\\n' < FILE > NEW")
 
 
+# U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR, U+0085 NEXT LINE, as UTF-8
+UNICODE_LINE_ENDS = (b"\xe2\x80\xa8", b"\xe2\x80\xa9", b"\xc2\x85")
+
+
+def note_unicode_line_ends(path: Path, first_line: bytes) -> None:
+    """A file whose lines are separated by Unicode's line separators alone (U+2028, U+2029,
+    U+0085: some exports, JSON strings written out) reads as one line, as with carriage
+    returns alone: say so, or every line-level result would silently be about one line."""
+    if (not first_line.endswith(b"\n")
+            and sum(first_line.count(end) for end in UNICODE_LINE_ENDS) > 1):
+        note_once(path, "unicode-line-ends", "its lines are separated by Unicode line "
+                  "separators alone (U+2028, U+2029 or U+0085), not line feeds, so it reads "
+                  "as one line; convert it first: "
+                  r"perl -CSD -pe 's/[\x{2028}\x{2029}\x{85}]/\n/g' < FILE > NEW")
+
+
 def decode_line(path: Path, lineno: int, raw: bytes) -> str:
     """A line's text, with a byte-order mark at its start dropped: on any line, since files
     joined by `cat` keep each one's mark, which glued to a word made another word."""
@@ -237,6 +253,7 @@ def decode_line(path: Path, lineno: int, raw: bytes) -> str:
         text = raw.decode("utf-8")
         if lineno == 1:
             note_carriage_returns(path, raw)
+            note_unicode_line_ends(path, raw)
         if text.startswith(BOM):
             note_bom(path, lineno)
             text = text[1:]
