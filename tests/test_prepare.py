@@ -335,3 +335,21 @@ def test_lines_separated_by_unicode_line_separators_get_a_note_and_the_refusal_n
         assert r.stderr.count("Unicode line separators alone") == 1, r.stderr
         assert f"error: {raw}: not enough documents (1)" in r.stderr, r.stderr
         assert not (tmp_path / "c").exists()
+
+
+def test_a_tokenizer_named_with_like_is_refused_even_the_default_one(speech_corpus, tmp_path):
+    """`--like CORPUS --tokenizer whitespace` silently tokenised with CORPUS's spaCy (only a
+    tokenizer other than the default was noticed); it is refused as the normalisation flags
+    are. So is the Python API's ``norm`` with ``like``, which replaced the corpus's."""
+    from conftest import lmlow
+
+    raw = tmp_path / "raw.txt"
+    raw.write_text("The Senate met.\n\nIt met again.\n")
+    for flag in ("--like", "--prepared-like"):
+        r = lmlow("prepare", raw, "--out", tmp_path / "c", "--no-split", "--tokenizer",
+                  "whitespace", flag, speech_corpus)
+        assert r.returncode == 1 and "leave out --tokenizer" in r.stderr, r.stderr
+        assert not (tmp_path / "c").exists()
+    with pytest.raises(LmlowError, match="give no norm"):
+        prepare([raw], tmp_path / "c", like=speech_corpus, norm=Normalisation(lowercase=True),
+                no_split=True, show_progress=False)

@@ -90,7 +90,9 @@ class PrepareOptions:
     CHOICES: typing.ClassVar[dict] = {"tokenizer": TOKENIZERS, "documents": DOC_MODES}
     RANGES: typing.ClassVar[dict] = {"seed": SEED_RANGE}     # as every other --seed of lmlow
 
-    def validate(self) -> "PrepareOptions":
+    def validate(self, given: typing.Container[str] = ()) -> "PrepareOptions":
+        """Check the options; ``given``: the fields the caller set, so that a tokenizer named
+        with ``like``, even the default one, is refused rather than silently ignored."""
         check_values(self)
         for flag, size in (("--valid", self.valid), ("--test", self.test)):
             if parse_size(str(size)) == 0 and not self.no_split:
@@ -104,12 +106,13 @@ class PrepareOptions:
         for flag, corpus in (("--like", self.like), ("--prepared-like", self.prepared_like)):
             if corpus is None:
                 continue
-            given = [f"--{k.replace('_', '-')}" for k in ("lowercase", "numbers", "strip_punct",
+            clash = [f"--{k.replace('_', '-')}" for k in ("lowercase", "numbers", "strip_punct",
                                                           "ptb") if getattr(self, k)]
-            given += ["--tokenizer"] if self.tokenizer != "whitespace" else []
-            if given:
+            if self.tokenizer != "whitespace" or "tokenizer" in given:
+                clash.append("--tokenizer")
+            if clash:
                 raise LmlowError(f"{flag} {corpus} takes the tokenizer and normalisation from "
-                                 f"that corpus; leave out {' '.join(given)}")
+                                 f"that corpus; leave out {' '.join(clash)}")
             if not Path(corpus).is_dir():
                 raise LmlowError(f"{flag} {corpus}: no such corpus folder")
         return self
@@ -237,9 +240,11 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
     """Tokenise, normalise and split ``inputs`` into ``out`` (a folder, or a file with
     ``no_split``). ``options``: the fields of :class:`PrepareOptions`; ``norm`` replaces its
     normalisation flags."""
-    opts = PrepareOptions(**options).validate()
+    opts = PrepareOptions(**options).validate(given=options)
     if norm is not None and opts.prepared_like is not None:
         raise LmlowError("prepared_like keeps the text as it is: give no norm")
+    if norm is not None and opts.like is not None:      # it replaced like's normalisation
+        raise LmlowError("like takes the normalisation from that corpus: give no norm")
     tokenizer, flags_norm = opts.tokenisation()
     norm = norm or flags_norm
     record = preparation_record(*opts.recorded(tokenizer, norm))
