@@ -10,8 +10,14 @@ import sys
 
 from lmlow.errors import (LmlowError, Terminated, check_stop, out_of_memory, request_stop,
                           silence_stdout)
-from lmlow.flags import settings_from
-from lmlow.parsers import build_parser
+
+
+def settings_from(args, cls, skip=()) -> dict:
+    """:func:`lmlow.flags.settings_from`, imported when a command runs: importing this module
+    (the `lmlow` script does, before :func:`main`) stays too short for a Ctrl-C to land in."""
+    from lmlow.flags import settings_from as given
+
+    return given(args, cls, skip)
 
 
 def _reading(args) -> dict:
@@ -285,6 +291,8 @@ STOPS_ITSELF = ("sweep", "sweep-task")     # they handle SIGTERM in their own wa
 def parse_argv(argv: list[str] | None):
     """The command line as argparse reads it, with predict's context words wherever they
     stand; argparse's own one-line error (SystemExit 2) for what it does not know."""
+    from lmlow.parsers import build_parser   # imports each command's options: torch too
+
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # predict's context words after an option: argparse gave the context out (none) before
@@ -304,7 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):   # a word the terminal's encoding (say
         if hasattr(stream, "reconfigure"):     # PYTHONIOENCODING=ascii) cannot show is
             stream.reconfigure(errors="backslashreplace")   # escaped, not a traceback
-    args = parse_argv(argv)
+    try:            # reading the command line imports torch (seconds): a Ctrl-C then is
+        args = parse_argv(argv)    # the same one line and status as one later, not a traceback
+    except KeyboardInterrupt as e:
+        return _stopped(e, debug=False)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     code = _run(args)
     if "WORLD_SIZE" in os.environ:    # a training process under torchrun
@@ -366,8 +377,6 @@ def _stopped(e: BaseException, debug: bool) -> int:
     """The exit code and one line for a command stopped by a signal, a closed pipe, a full
     disk or a file the system refused (its own clean-up has run by now: temporaries removed,
     old files kept). An OSError that names no file is a fault of lmlow's: its traceback."""
-    from lmlow.files import WRITE_ERRORS
-
     if isinstance(e, BrokenPipeError):       # e.g. `lmlow stats ... | head`
         silence_stdout()
         return 141
@@ -377,6 +386,8 @@ def _stopped(e: BaseException, debug: bool) -> int:
     if isinstance(e, Terminated):
         print("lmlow: terminated (SIGTERM); nothing partial was kept", file=sys.stderr)
         return 143
+    from lmlow.files import WRITE_ERRORS
+
     if debug or (e.errno not in WRITE_ERRORS and e.filename is None):
         raise e
     where = f"{e.filename}: " if e.filename else ""

@@ -721,3 +721,25 @@ def test_a_hand_edited_sweep_file_is_one_line(name, content, command, message, t
     r = lmlow("sweep", out, "--status") if command == "status" else lmlow("report", out)
     assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_ctrl_c_while_lmlow_starts_is_one_line_not_a_traceback(tmp_path):
+    """Reading the command line imports torch, which takes seconds: a Ctrl-C then printed a
+    KeyboardInterrupt traceback (and Python's own status). A real SIGINT, sent while torch is
+    being imported, now gives the one line and status 130 of a command interrupted later."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal, sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch':\n"
+        "            sys.meta_path.remove(self)\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "from lmlow.cli import main\n"
+        f"sys.exit(main(['stats', {str(tmp_path / 'nowhere')!r}]))\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 130 and r.stderr == "lmlow: interrupted\n", (r.returncode, r.stderr)
