@@ -353,3 +353,24 @@ def test_a_tokenizer_named_with_like_is_refused_even_the_default_one(speech_corp
     with pytest.raises(LmlowError, match="give no norm"):
         prepare([raw], tmp_path / "c", like=speech_corpus, norm=Normalisation(lowercase=True),
                 no_split=True, show_progress=False)
+
+
+def test_a_split_whole_documents_make_over_twice_its_size_is_warned_of(tmp_path):
+    """Sizes are reached by whole documents, so a few large documents gave a 10% test split
+    of 20% or more, silently. The split is unchanged (the committed corpora rest on it), and
+    a warning on stderr names the input, the split and the share; a split near its size has
+    none."""
+    from conftest import lmlow
+
+    big = tmp_path / "big.txt"
+    big.write_text("\n\n".join(" ".join(["word"] * 200) for _ in range(5)) + "\n")
+    r = lmlow("prepare", big, "--out", tmp_path / "c", "--valid", "0.05", "--test", "50")
+    assert r.returncode == 0, r.stderr
+    warnings = r.stderr.splitlines()
+    assert len(warnings) == 2 and all(w.startswith(f"lmlow: warning: {big}: ") for w in warnings)
+    assert "valid has 200 tokens, 20% of all, where 5% was asked" in warnings[0]
+    assert "test has 200 tokens, 20% of all, where 50 tokens were asked" in warnings[1]
+    even = tmp_path / "even.txt"
+    even.write_text("\n\n".join(" ".join(["word"] * 10) for _ in range(50)) + "\n")
+    r = lmlow("prepare", even, "--out", tmp_path / "e")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import sys
 import typing
 from array import array
 from contextlib import ExitStack
@@ -61,7 +62,9 @@ class PrepareOptions:
     ptb: bool = setting(False, "PTB-style normalisation: --lowercase --numbers --strip-punct",
                         switch=True)
     valid: float = setting(0.1, "valid size: a fraction of all tokens (0.1) or a token count "
-                           "(80000); above 0", parse=parse_size, metavar="SIZE")
+                           "(80000), above 0; reached by whole documents, so a minimum, "
+                           "rounded up to a document (a warning says when that is over "
+                           "twice the size)", parse=parse_size, metavar="SIZE")
     test: float = setting(0.1, "test size, as --valid", parse=parse_size, metavar="SIZE")
     seed: int = setting(1, "seed of the document split")
     documents: str = setting("auto", "what a document is in an input file: blank = paragraphs "
@@ -288,6 +291,8 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         else:
             assignment = assign_splits(docs.tokens, valid, test, seed,
                                        more_documents=documents != "line", source=given)
+            for warning in oversized_splits(docs.tokens, assignment, valid, test):
+                print(f"lmlow: warning: {given}: {warning}", file=sys.stderr)
             _copy_splits(scratch, docs, assignment, out, report, record)
     except BaseException:
         scratch.unlink(missing_ok=True)
@@ -409,6 +414,26 @@ def assign_splits(doc_tokens: list[int], valid, test, seed: int,
                              "and test; give more text, smaller sizes"
                              + (", or --documents line" if more_documents else ""))
     return assignment
+
+
+def oversized_splits(doc_tokens, assignment: list[str], valid, test) -> list[str]:
+    """A line for each held-out split that whole documents made over twice its size (one
+    large document drawn for a 10% test split gave 62% of the text, silently). Which document
+    goes where stays as it was: the committed corpora rest on it."""
+    total = sum(doc_tokens)
+    got = {"valid": 0, "test": 0}
+    for ntok, split in zip(doc_tokens, assignment):
+        if split in got:
+            got[split] += ntok
+    lines = []
+    for split, size in (("valid", valid), ("test", test)):
+        fraction = isinstance(size, float)
+        if size > 0 and got[split] > 2 * (size * total if fraction else size):
+            asked = f"{size:.0%} was asked" if fraction else f"{size} tokens were asked"
+            lines.append(f"{split} has {got[split]} tokens, {got[split] / total:.0%} of all, "
+                         f"where {asked}: splits take whole documents, and these are large "
+                         "for it; smaller documents (--documents blank or line) come nearer")
+    return lines
 
 
 def _copy_splits(scratch, docs: Documents, assignment, out: Path, report: PrepareReport,
