@@ -9,6 +9,7 @@ with a seeded shuffle, so that no document straddles two splits.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -186,7 +187,16 @@ class PrepareReport:
 
 def iter_documents(inputs: list[Path], mode: str = "auto",
                    check: LineCheck | None = None) -> Iterator[list[str]]:
-    """Yield documents as lists of raw lines (blank lines dropped).
+    """Yield documents as lists of raw lines (blank lines dropped): :func:`stream_documents`,
+    each document read whole."""
+    return (list(doc) for doc in stream_documents(inputs, mode, check))
+
+
+def stream_documents(inputs: list[Path], mode: str = "auto",
+                     check: LineCheck | None = None) -> Iterator[Iterator[str]]:
+    """Yield documents as iterators of raw lines (blank lines dropped), each to be read to
+    its end before the next is asked for: a file that is one document (no blank lines under
+    ``auto``, or ``file``) streams, where a list of its lines held it all in memory.
 
     A file gives documents separated by blank lines (``blank``, auto's choice), one per line
     (``line``), or the whole file (``file``). A folder's files (recursively, sorted, hidden
@@ -222,20 +232,31 @@ def _raw_lines(path: Path, keep_blank: bool = False,
 
 
 def _split_file(path: Path, mode: str, empty_ok: bool = False,
-                check: LineCheck | None = None) -> Iterator[list[str]]:
-    doc: list[str] = []
+                check: LineCheck | None = None) -> Iterator[Iterator[str]]:
+    """A file's documents, each an iterator over its lines: runs of non-blank lines
+    (``blank``), each line (``line``), or all of them (``file``)."""
+    lines = _raw_lines(path, keep_blank=True, check=check)
     empty = True
-    for line in _raw_lines(path, keep_blank=True, check=check):
-        if line:
-            empty = False
-            doc.append(line)
-        if doc and (mode == "line" or (mode == "blank" and not line)):
-            yield doc
-            doc = []
-    if doc:
-        yield doc
+    for text, run in itertools.groupby(lines, key=bool):
+        if not text:
+            continue
+        empty = False
+        if mode == "line":
+            yield from ([line] for line in run)
+        elif mode == "blank":
+            yield run
+        else:
+            yield _rest_of_file(run, lines)
+            break
     if empty and not empty_ok:
         raise LmlowError(f"{path}: empty file (no text)")
+
+
+def _rest_of_file(run: Iterator[str], lines: Iterator[str]) -> Iterator[str]:
+    """The non-blank lines of a file from its first (``run``, the lines after it in
+    ``lines``): one document, read as it is used."""
+    yield from run
+    yield from (line for line in lines if line)
 
 
 def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
@@ -354,7 +375,7 @@ def _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded, r
     seen: set[bytes] = set()
     docs = Documents()
     with open(scratch, "wb") as f, progress("tokenising", show_progress) as bar:
-        for doc in iter_documents(inputs, documents, check):
+        for doc in stream_documents(inputs, documents, check):
             start, ntok = f.tell(), 0
             for tokens in tokenize(doc):
                 tokens = norm.apply(tokens)
