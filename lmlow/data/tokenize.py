@@ -128,8 +128,9 @@ def _stanza_tokenizer():
             if not line.strip():
                 yield []
                 continue
-            doc = nlp(line)
-            yield [t.text for s in doc.sentences for t in s.tokens]
+            doc = nlp(line)    # a token is a span of the text: one holding a space
+            #                    ("1 000") is split, as reading a corpus line would split it
+            yield [part for s in doc.sentences for t in s.tokens for part in t.text.split()]
     return tokenize
 
 
