@@ -190,14 +190,10 @@ def files(run):
     return {p.name: p.read_bytes() for p in run.iterdir() if p.is_file() and p.name != ".lock"}
 
 
-def test_sigterm_while_force_sets_up_puts_the_earlier_run_back(corpus, reference, tmp_path):
-    """`train --force` over a finished run moves it aside (.replaced-PID) while the new one
-    is set up (config, vocabulary, corpus record, first checkpoint). A SIGTERM in that window
-    killed the process at once (train set no handler before its loop): the old run stayed in
-    the stash, and `--resume` said "no such checkpoint". Now it is put back, byte for byte,
-    and the command says so in one line. The window is short: the test polls for the stash
-    and tries again if the run got past it first."""
-    before = files(reference)
+def signalled_while_set_aside(corpus, reference, tmp_path, signum):
+    """`train --force` over a copy of the reference run, sent ``signum`` as soon as the
+    earlier run is in .replaced-PID: (run folder, process, stderr). The window is short, so
+    it tries again (a new copy) while the run gets past it first."""
     for attempt in range(8):
         run, cache = tmp_path / f"run{attempt}", tmp_path / "cache"
         shutil.copytree(reference, run)
@@ -205,17 +201,25 @@ def test_sigterm_while_force_sets_up_puts_the_earlier_run_back(corpus, reference
         deadline = time.time() + 120
         while p.poll() is None and time.time() < deadline:
             if any(n.startswith(".replaced") for n in os.listdir(run)):
-                p.send_signal(signal.SIGTERM)
+                p.send_signal(signum)
                 break
         _, err = p.communicate(timeout=120)
-        if p.returncode == 0:
-            continue                     # it finished before the stash was seen: again
-        assert p.returncode == 128 + signal.SIGTERM, (p.returncode, err)
-        assert err == "lmlow: terminated (SIGTERM); nothing partial was kept\n", err
-        assert files(run) == before
-        assert not [n for n in os.listdir(run) if n.startswith(".replaced")]
-        return
-    pytest.fail("the SIGTERM never came while the earlier run was set aside")
+        if p.returncode != 0:
+            return run, p, err
+    pytest.fail("the signal never came while the earlier run was set aside")
+
+
+def test_sigterm_while_force_sets_up_puts_the_earlier_run_back(corpus, reference, tmp_path):
+    """`train --force` over a finished run moves it aside (.replaced-PID) while the new one
+    is set up (config, vocabulary, corpus record, first checkpoint). A SIGTERM in that window
+    killed the process at once (train set no handler before its loop): the old run stayed in
+    the stash, and `--resume` said "no such checkpoint". Now it is put back, byte for byte,
+    and the command says so in one line."""
+    run, p, err = signalled_while_set_aside(corpus, reference, tmp_path, signal.SIGTERM)
+    assert p.returncode == 128 + signal.SIGTERM, (p.returncode, err)
+    assert err == "lmlow: terminated (SIGTERM); nothing partial was kept\n", err
+    assert files(run) == files(reference)
+    assert not [n for n in os.listdir(run) if n.startswith(".replaced")]
 
 
 def test_a_force_killed_while_setting_up_leaves_the_earlier_run_to_the_next_command(
@@ -224,26 +228,12 @@ def test_a_force_killed_while_setting_up_leaves_the_earlier_run_to_the_next_comm
     command on the folder puts it back before deciding anything. A plain `train` then refuses
     the (finished) run as it would have before; before, the folder counted as never started,
     so a plain `train` took it, and --resume said "no such checkpoint"."""
-    before = files(reference)
-    for attempt in range(8):
-        run, cache = tmp_path / f"run{attempt}", tmp_path / "cache"
-        shutil.copytree(reference, run)
-        p = start(["train", corpus, "--out", run, "--force", *TRAIN, "--max-steps", "1"], cache)
-        deadline = time.time() + 120
-        while p.poll() is None and time.time() < deadline:
-            if any(n.startswith(".replaced") for n in os.listdir(run)):
-                p.kill()
-                break
-        p.communicate(timeout=120)
-        if p.returncode == 0:
-            continue
-        assert p.returncode == -signal.SIGKILL and any(n.startswith(".replaced") for n in os.listdir(run))
-        r = lmlow("train", corpus, "--out", run, *TRAIN, cache=cache)
-        assert r.returncode == 1 and "is not empty" in r.stderr and r.stderr.count("\n") == 1, r.stderr
-        assert files(run) == before
-        assert not [n for n in os.listdir(run) if n.startswith(".replaced")]
-        return
-    pytest.fail("the SIGKILL never came while the earlier run was set aside")
+    run, p, _ = signalled_while_set_aside(corpus, reference, tmp_path, signal.SIGKILL)
+    assert p.returncode == -signal.SIGKILL and any(n.startswith(".replaced") for n in os.listdir(run))
+    r = lmlow("train", corpus, "--out", run, *TRAIN, cache=tmp_path / "cache")
+    assert r.returncode == 1 and "is not empty" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert files(run) == files(reference)
+    assert not [n for n in os.listdir(run) if n.startswith(".replaced")]
 
 
 def test_second_trainer_on_a_running_run_is_refused(corpus, tmp_path):
