@@ -512,15 +512,17 @@ class RunDir:
         self.create()
         stash = self.path / f"{self.STASH}-{os.getpid()}"
         own = self._own_paths()
+        moved = not own                  # every earlier file aside: the new run may write
         try:
             if own:              # inside the try: a signal halfway through moves them back
                 stash.mkdir()
                 for p in own:
                     os.replace(p, stash / p.name)
-                (stash / self.MOVED).touch()     # from here on the new run may write
+                (stash / self.MOVED).touch()
+                moved = True
             yield self
         except BaseException:
-            self._put_back(stash)
+            self._put_back(stash, moved)
             if created and self.is_empty():
                 shutil.rmtree(self.path, ignore_errors=True)
             raise
@@ -532,14 +534,15 @@ class RunDir:
     MOVED = ".moved"     # in a stash: every file of the earlier run is in it
     DISCARD = ".discarded"   # a stash whose replacement succeeded, being deleted
 
-    def _put_back(self, stash: Path) -> None:
-        """The earlier run's files back from ``stash``: the new run's removed first if the
-        stash was complete (before that, the new run had written nothing, and what is in the
-        folder is the earlier run's, not yet moved)."""
+    def _put_back(self, stash: Path, moved: bool) -> None:
+        """The new run's files removed and the earlier run's back from ``stash`` (if it has
+        one). Until every earlier file was moved aside (``moved``; ``.moved`` in the stash)
+        the new run has written nothing, and what lmlow's is in the folder is the earlier
+        run's, not yet moved: kept."""
+        if moved:
+            self.clear()
         if not stash.is_dir():
             return
-        if (stash / self.MOVED).exists():
-            self.clear()
         for p in stash.iterdir():
             if p.name != self.MOVED and not (self.path / p.name).exists():
                 os.replace(p, self.path / p.name)
@@ -569,7 +572,7 @@ class RunDir:
         # one, but for a second killed --force over the first: its stash holds the first's
         # unstarted files; the earlier run (with its last.pt) comes back, the others go
         first, *others = sorted(stashes, key=lambda p: not (p / self.last.name).exists())
-        self._put_back(first)
+        self._put_back(first, (first / self.MOVED).exists())
         for stash in others:
             shutil.rmtree(stash, ignore_errors=True)
         return True
