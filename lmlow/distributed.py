@@ -16,6 +16,10 @@ How one run is split over N processes ("ranks"), and why each rule keeps it exac
   NT-ASGD, early stopping and learning-rate decays decide identically everywhere).
 - **Decisions from clocks and signals** (a time budget, the periodic save, SIGTERM) are taken
   together every ``SYNC_EVERY`` updates by an all-reduce, so the ranks never part ways.
+- **Gradient sums.** With 3 or more ranks the all-reduce adds an element's values in an
+  order set by its place in DDP's buckets, which DDP lays out anew after its first backward:
+  the Trainer makes one throw-away backward first (``Trainer._settle_buckets``), so that every
+  update of a new or a resumed run sums in the same order.
 - **Files.** Only rank 0 writes the run folder. ``last.pt`` holds every rank's random state
   and the hidden state of the whole batch, gathered to rank 0; a resume needs the same number
   of processes.

@@ -290,6 +290,7 @@ class Trainer:
         mask = self.model.frozen_input_rows
         self.frozen_rows = None if mask is None else FrozenRows(self.model.encoder.weight, mask)
         self.saved_at = self.state.train_seconds
+        self._settle_buckets()
 
     # ---- optimisers
     def _make_optimizer(self, asgd: bool):
@@ -588,17 +589,7 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.hidden = detach_hidden(self.hidden)
-        with torch.autocast(self.device.type, enabled=self.amp_dtype is not None,
-                            dtype=self.amp_dtype or torch.float32):
-            output, self.hidden, raw, dropped = self.net(x, self.hidden)
-            # (the objective, the plain cross-entropy that train_ppl is of)
-            loss, nll = lm_losses(self.model, output, y, cfg.label_smoothing, self.prior,
-                                  self._grad_scale())
-            total = loss
-            if cfg.alpha:
-                total = total + cfg.alpha * dropped.float().pow(2).mean()
-            if cfg.beta:
-                total = total + cfg.beta * (raw[1:] - raw[:-1]).float().pow(2).mean()
+        total, nll = self._losses(x, y)
         self.pending_loss += nll.double() * x.numel()
         bad = ~torch.isfinite(total.detach()) & (self.first_bad < 0)
         self.first_bad = torch.where(bad, st.step, self.first_bad)
@@ -623,6 +614,49 @@ class Trainer:
             self.optimizer.step()
         if self.frozen_rows:
             self.frozen_rows.restore(self.optimizer)
+
+    def _losses(self, x, y) -> tuple[torch.Tensor, torch.Tensor]:
+        """The forward pass of an update from ``self.hidden`` (which it advances): the
+        objective it backpropagates and the plain cross-entropy that train_ppl is of."""
+        cfg = self.cfg
+        with torch.autocast(self.device.type, enabled=self.amp_dtype is not None,
+                            dtype=self.amp_dtype or torch.float32):
+            output, self.hidden, raw, dropped = self.net(x, self.hidden)
+            loss, nll = lm_losses(self.model, output, y, cfg.label_smoothing, self.prior,
+                                  self._grad_scale())
+            total = loss
+            if cfg.alpha:
+                total = total + cfg.alpha * dropped.float().pow(2).mean()
+            if cfg.beta:
+                total = total + cfg.beta * (raw[1:] - raw[:-1]).float().pow(2).mean()
+        return total, nll
+
+    def _settle_buckets(self) -> None:
+        """On several processes, one throw-away forward and backward before the first update,
+        so that every update of a run, new or resumed, sums its gradients the same way. Why:
+        DDP lays its gradient buckets out anew after its first backward (in the order the
+        gradients became ready), and with 3 or more processes the ring all-reduce adds the
+        ranks' values of an element in an order that depends on where it lies in its bucket
+        (with 2, a + b is b + a). Without this, a new run's first update used the first
+        layout and the later ones the second, and a resumed run's first update the first
+        again: it drifted from the run it continued (measured: weights up to 6e-4 apart 900
+        updates on). Nothing here moves the run: random states are put back (the dropout
+        masks drawn here), the hidden state is the caller's, the gradients are dropped and
+        no optimiser steps (the same forward as an update's, so the same graph: the
+        gradients become ready in the order every update has them)."""
+        if not self.world.distributed or not self.params or not self.cfg.max_epochs:
+            return
+        cols = self.columns.stop - self.columns.start
+        x = torch.zeros((self.cfg.bptt, cols), dtype=torch.int64, device=self.device)
+        cuda = self.device.type == "cuda"
+        kept = self.hidden
+        with torch.random.fork_rng(devices=[self.device] if cuda else [],
+                                   device_type=self.device.type):
+            self.hidden = self.model.init_hidden(cols)
+            total, _ = self._losses(x, x)
+            total.backward()
+        self.hidden = kept
+        self.model.zero_grad(set_to_none=True)
 
     def _grad_scale(self) -> torch.Tensor | None:
         """The fp16 loss scaler's scale, on the device (the loss rounds its gradient with it);
