@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from lmlow.errors import (LmlowError, Terminated, check_stop, out_of_memory, request_stop,
+from lmlow.errors import (LmlowError, Said, Terminated, check_stop, out_of_memory, request_stop,
                           silence_stdout)
 
 
@@ -346,7 +346,8 @@ def _run(args) -> int:
     except LmlowError as e:
         if args.debug:
             raise
-        print(f"lmlow: error: {_rank()}{e}", file=sys.stderr)
+        if not isinstance(e, Said):
+            print(f"lmlow: error: {_rank()}{e}", file=sys.stderr)
         return getattr(e, "exit_code", 1)
     except (OSError, KeyboardInterrupt, Terminated) as e:
         return _stopped(e, args.debug)

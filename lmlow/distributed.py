@@ -26,7 +26,9 @@ How one run is split over N processes ("ranks"), and why each rule keeps it exac
 """
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from datetime import timedelta
@@ -34,7 +36,7 @@ from datetime import timedelta
 import numpy as np
 import torch
 
-from lmlow.errors import LmlowError
+from lmlow.errors import LmlowError, Said
 
 TIMEOUT = timedelta(minutes=30)   # a rank waits this long at a collective before giving up
 
@@ -230,36 +232,107 @@ def gather(world: World, obj) -> list | None:
     return out
 
 
-def launch(nproc: int, argv: list[str]) -> int:
+SHUTDOWN_GRACE = 600   # seconds the launcher gives its processes to stop after a signal
+
+
+def shutdown_grace(env=os.environ) -> int:
+    """How long torchrun's agent waits for the processes it forwarded a SIGTERM or SIGINT to
+    before it kills them: ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` if set (torchrun's own knob), else
+    ``SHUTDOWN_GRACE``. Why not torchrun's 30 s: a stop saves ``last.pt`` after the update in
+    progress, which a large model on CPU processes or a slow disk can take longer than that;
+    killed, the processes lost everything since the last save (measured: 2 CPU processes of
+    a 1500-unit model, 20 updates in about 60 s, SIGKILLed 30 s after a SIGTERM)."""
+    value = env.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT")
+    if value is None:
+        return SHUTDOWN_GRACE
+    try:
+        seconds = int(value)
+    except ValueError:
+        seconds = -1
+    if seconds < 0:
+        raise LmlowError(f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT={value!r}: give whole seconds (>= 0) "
+                         "that the training processes have to stop after a signal")
+    return seconds
+
+
+class _Kills(logging.Handler):
+    """Counts the processes torchrun's agent killed because they had not stopped within the
+    grace after a signal (what its log says: lmlow shows none of the log)."""
+
+    def __init__(self):
+        super().__init__()
+        self.killed = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith("Unable to shutdown process"):
+            self.killed += 1
+
+
+def launch(nproc: int, argv: list[str]) -> tuple[int, str | None]:
     """Run ``lmlow ARGV`` in ``nproc`` processes on this machine through torchrun's own
-    launcher (what ``torchrun --standalone --nproc-per-node N -m lmlow ARGV`` does). Each
-    process prints its own one-line error; this returns the first failed exit code."""
-    import logging
+    launcher (what ``torchrun --standalone --nproc-per-node N -m lmlow ARGV`` does). Returns
+    the exit status (0, or the first failed one) and what the processes could not say
+    themselves (one was killed by a signal: the reason, else None; each process prints its
+    own one-line error)."""
+    import dataclasses
     import uuid
 
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
-    for name in ("torch.distributed.elastic", "torch.distributed.launcher"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)   # the workers speak for themselves
+    grace = shutdown_grace()
+    extra = ({"shutdown_timeout": grace}      # recent torch; older: 30 s
+             if "shutdown_timeout" in {f.name for f in dataclasses.fields(LaunchConfig)} else {})
+    # the workers speak for themselves: torch's log stays out of sight, and is only read for
+    # the processes its agent killed. (Its modules' loggers have levels of their own, set
+    # from LOGLEVEL: a level on their parent did not hide "Received 15 death signal"; not
+    # passing their records up to torch's handler does.)
+    kills = _Kills()
+    logs = [logging.getLogger(n) for n in ("torch.distributed.elastic", "torch.distributed.launcher")]
+    saved = [(log.level, log.propagate) for log in logs]
+    for log in logs:
+        log.setLevel(logging.WARNING)
+        log.propagate = False
+        log.addHandler(kills)
     config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=str(uuid.uuid4()),
                           rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0,
-                          monitor_interval=0.5)
+                          monitor_interval=0.5, **extra)
     os.environ.setdefault("OMP_NUM_THREADS", "1")   # each process sets its share (--threads)
     try:
         elastic_launch(config, sys.executable)("-m", "lmlow", *argv)
     except ChildFailedError as e:
-        codes = [f.exitcode for f in e.failures.values()]
-        return next((c for c in codes if c > 0), 1 if not codes else abs(codes[0]) + 128)
+        failures = sorted(e.failures.items())
+        for rank, f in failures:
+            if f.exitcode < 0:     # killed: it printed nothing
+                return 128 - f.exitcode, (f"training process {rank} was killed by "
+                                          f"{_signal_name(-f.exitcode)} (from outside lmlow: "
+                                          "out of memory, or a kill)")
+        return next((f.exitcode for _, f in failures if f.exitcode > 0), 1), None
     except SignalException as e:     # this launcher was told to stop: so were the workers
-        return 128 + int(e.sigval)
-    return 0
+        name = _signal_name(int(e.sigval))
+        killed = (f"{name}: {kills.killed} of the {nproc} training processes did not stop "
+                  f"within {grace} s and were killed (TORCH_ELASTIC_SHUTDOWN_TIMEOUT gives them "
+                  "longer); the run resumes from its last save before" if kills.killed else None)
+        return 128 + int(e.sigval), killed
+    finally:
+        for log, (level, propagate) in zip(logs, saved):
+            log.removeHandler(kills)
+            log.setLevel(level)
+            log.propagate = propagate
+    return 0, None
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def relaunch(nproc: int, argv: list[str]) -> None:
     """``lmlow train ... --nproc N``: the same command, without ``--nproc``, in N processes
-    under torchrun's launcher; one line if any of them failed."""
+    under torchrun's launcher; a line only for what the processes could not say themselves."""
     if "WORLD_SIZE" in os.environ:
         raise LmlowError("--nproc: already running under torchrun (WORLD_SIZE is set); give "
                          "the number of processes to torchrun only")
@@ -272,12 +345,11 @@ def relaunch(nproc: int, argv: list[str]) -> None:
             skip = True
         elif not a.startswith("--nproc="):
             kept.append(a)
-    code = launch(nproc, kept)
+    code, unsaid = launch(nproc, kept)
     if code:
-        e = LmlowError(f"the {nproc} training processes ended with exit status {code} (the "
-                       "reason is above)")
-        e.exit_code = code
-        raise e
+        if unsaid:
+            raise LmlowError(unsaid, exit_code=code)
+        raise Said(f"the {nproc} training processes ended with exit status {code}", code)
 
 
 def check_resumable(last: "Path", nproc: int, device: str | None = None) -> None:

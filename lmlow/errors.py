@@ -8,7 +8,22 @@ from contextlib import contextmanager
 
 
 class LmlowError(Exception):
-    """A problem with the user's input or environment, explained in one line."""
+    """A problem with the user's input or environment, explained in one line; the command
+    exits with ``exit_code`` (1 unless a subclass or the raiser says otherwise)."""
+    exit_code = 1
+
+    def __init__(self, *args, exit_code: int | None = None):
+        super().__init__(*args)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class Said(LmlowError):
+    """An ending whose line another process printed (the training processes under
+    ``--nproc``, each its own): the command exits with ``exit_code`` and adds no line."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message, exit_code=exit_code)
 
 
 class Interrupted(LmlowError):

@@ -272,6 +272,11 @@ class Trainer:
         self.first_bad = torch.full((), -1, dtype=torch.int64, device=self.device)
         self.stop: list[int] = []
         self.agreed_signal = 0
+        # CPU processes (gloo) agree on a signal after every update, not only every SYNC_EVERY:
+        # a one-number all-reduce costs nothing beside a CPU update, and 20 slow updates could
+        # outlast the time a launcher or a cluster gives a stop. (On GPUs it would make every
+        # update wait for the device: there the ranks agree every SYNC_EVERY updates.)
+        self.signal_each_update = world.distributed and self.device.type == "cpu"
         self.clocks = None     # (start of training, start of the epoch), by time.time()
         self.tracker = None
         self.valid_bins: dict[str, float] = {}   # of the last validation (validate())
@@ -450,8 +455,8 @@ class Trainer:
     def run(self) -> dict:
         """Train until a budget is spent. SIGINT (Ctrl-C) and SIGTERM (a cluster's
         preemption) end the current update, save ``last.pt`` there and stop: nothing is lost.
-        (On several processes the ranks stop together at the next of their meetings, within
-        ``SYNC_EVERY`` updates.)"""
+        (On several processes the ranks stop together at the next of their meetings: after
+        the next update on CPU processes, within ``SYNC_EVERY`` updates on GPUs.)"""
         with caught_signals() as stop:
             self.stop = stop
             return self._run()
@@ -465,6 +470,10 @@ class Trainer:
             name = signal.Signals(signum).name
             raise Interrupted(f"{name} at update {self.state.step}: saved {self.rundir.last}; "
                               f"`lmlow train --resume {self.run_dir}` continues", 128 + signum)
+
+    def _agree_on_signal(self) -> None:
+        """The ranks agree whether any of them was signalled (between two :meth:`_sync`)."""
+        self.agreed_signal = int(all_max(self.world, [self.stop[0] if self.stop else 0])[0])
 
     def _sync(self) -> None:
         """Bring the device's running numbers to the host, one wait for the device every few
@@ -570,7 +579,9 @@ class Trainer:
                 self._say(f"stopped in epoch {st.epoch + 1} at update {st.step}; "
                           f"`lmlow train --resume {self.run_dir}` continues")
                 return False
-            if not self.world.distributed or st.step % SYNC_EVERY == 0:
+            if self.world.distributed and st.step % SYNC_EVERY and self.signal_each_update:
+                self._agree_on_signal()
+            if not self.world.distributed or st.step % SYNC_EVERY == 0 or self.signal_each_update:
                 self._check_signal()
         bar.close()
         self._sync()

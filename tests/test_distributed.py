@@ -153,6 +153,30 @@ def test_three_process_run_stopped_and_resumed_equals_an_uninterrupted_one(speec
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
+def test_sigterm_to_slow_processes_saves_within_the_launchers_grace(speech_corpus, tmp_path):
+    """SIGTERM to the launcher just after the validation at update 5, with torchrun's grace
+    cut to 5 s (TORCH_ELASTIC_SHUTDOWN_TIMEOUT) and updates of a few tenths of a second: CPU
+    processes agreed on a signal every 20 updates only, so torchrun's agent killed them
+    before they stopped (nothing saved since update 0, and a line saying "the reason is
+    above" with nothing above). Now they stop after the next update and save there."""
+    part = tmp_path / "run"
+    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"],
+           "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "5"}
+    proc = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "train", str(speech_corpus),
+                             "--preset", "tiny", "--hidden-size", "1000", "--bptt", "70",
+                             "--eval-every", "5", "--threads", "1", "--device", "cpu",
+                             "--nproc", "2", "--out", str(part)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 120
+    while not ((part / "metrics.jsonl").exists() and metrics(part)) and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    step = load_checkpoint(part / "last.pt")["state"]["step"]
+    assert 5 <= step < 20 and f"SIGTERM at update {step}: saved" in err, err
+
+
 @contextlib.contextmanager
 def one_gpu():
     """This process sees one CUDA GPU (torch's own answers, patched): what is checked must
