@@ -313,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):     # PYTHONIOENCODING=ascii) cannot show is
             stream.reconfigure(errors="backslashreplace")   # escaped, not a traceback
     try:            # reading the command line imports torch (seconds): a Ctrl-C then is
+        if "WORLD_SIZE" in os.environ:    # a training process: it stops with its launcher
+            from lmlow.distributed import follow_launcher
+            follow_launcher()
         args = parse_argv(argv)    # the same one line and status as one later, not a traceback
     except KeyboardInterrupt as e:
         return _stopped(e, debug=False)

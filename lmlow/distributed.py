@@ -232,6 +232,7 @@ def gather(world: World, obj) -> list | None:
     return out
 
 
+LAUNCHER = "LMLOW_LAUNCHER_PID"   # set by launch() for its processes: the launcher's pid
 SHUTDOWN_GRACE = 600   # seconds the launcher gives its processes to stop after a signal
 
 
@@ -299,6 +300,7 @@ def launch(nproc: int, argv: list[str]) -> tuple[int, str | None]:
                           rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0,
                           monitor_interval=0.5, **extra)
     os.environ.setdefault("OMP_NUM_THREADS", "1")   # each process sets its share (--threads)
+    os.environ[LAUNCHER] = str(os.getpid())         # the processes follow this one (below)
     try:
         elastic_launch(config, sys.executable)("-m", "lmlow", *argv)
     except ChildFailedError as e:
@@ -316,11 +318,36 @@ def launch(nproc: int, argv: list[str]) -> tuple[int, str | None]:
                   "longer); the run resumes from its last save before" if kills.killed else None)
         return 128 + int(e.sigval), killed
     finally:
+        os.environ.pop(LAUNCHER, None)
         for log, (level, propagate) in zip(logs, saved):
             log.removeHandler(kills)
             log.setLevel(level)
             log.propagate = propagate
     return 0, None
+
+
+def follow_launcher(env=os.environ) -> None:
+    """In a process that ``lmlow train --nproc`` started: SIGTERM when the launcher dies, so
+    that a launcher killed by SIGKILL (which it cannot pass on) does not leave its processes
+    training on as orphans, holding the run's lock (a resume was refused: "being trained by
+    pid ..."); they save ``last.pt`` and exit as on any SIGTERM. Linux's PR_SET_PDEATHSIG,
+    whose signal comes when the thread that started this process ends: torchrun's agent runs
+    in the launcher's main thread, which started it. Keyed on the launcher's pid in the
+    environment (``LAUNCHER``), so processes that torchrun started (a user's own torchrun,
+    whose agent may live on) are left as they were; if the launcher is already gone, now."""
+    pid = env.get(LAUNCHER)
+    if not pid or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):     # no prctl: the launcher's SIGTERM still comes
+        return
+    if str(os.getppid()) != pid:          # it died before the line above
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _signal_name(signum: int) -> str:

@@ -177,6 +177,46 @@ def test_sigterm_to_slow_processes_saves_within_the_launchers_grace(speech_corpu
     assert 5 <= step < 20 and f"SIGTERM at update {step}: saved" in err, err
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_processes_stop_and_save_when_their_launcher_is_killed(speech_corpus, tmp_path):
+    """kill -9 to `lmlow train --nproc 2` (which cannot pass a SIGKILL on): its processes
+    trained on as orphans, holding the run's lock, so that a resume was refused. Now the
+    launcher's death is a SIGTERM to them: they stop within seconds, save last.pt where they
+    stopped, and the run resumes."""
+    run = tmp_path / "run"
+    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+    with open(tmp_path / "err", "w") as err:    # not a pipe: the orphans would hold it open
+        proc = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "train", str(speech_corpus),
+                                 "--preset", "tiny", "--max-epochs", "50", "--eval-every", "5",
+                                 "--threads", "1", "--device", "cpu", "--nproc", "2",
+                                 "--quiet", "--out", str(run)],
+                                stdout=subprocess.DEVNULL, stderr=err, env=env)
+    deadline = time.time() + 120
+    while not ((run / "metrics.jsonl").exists() and metrics(run)) and time.time() < deadline:
+        time.sleep(0.02)
+    workers = [int(p) for p in open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()]
+    assert len(workers) == 2
+    proc.kill()
+    proc.wait()
+
+    def alive():
+        return [w for w in workers if os.path.exists(f"/proc/{w}")
+                and not open(f"/proc/{w}/stat").read().split(") ")[1].startswith("Z")]
+    deadline = time.time() + 30
+    try:
+        while alive() and time.time() < deadline:
+            time.sleep(0.1)
+        assert not alive(), "the processes trained on without their launcher"
+    finally:
+        for w in alive():                                      # before the fix: the orphans
+            os.kill(w, signal.SIGKILL)
+    step = load_checkpoint(run / "last.pt")["state"]["step"]
+    assert step >= 5 and f"SIGTERM at update {step}: saved" in (tmp_path / "err").read_text()
+    lmlow("train", "--resume", run, "--nproc", "2", "--threads", "1", "--max-steps", str(step + 2),
+          "--quiet", check=True)
+    assert load_checkpoint(run / "last.pt")["state"]["step"] == step + 2
+
+
 @contextlib.contextmanager
 def one_gpu():
     """This process sees one CUDA GPU (torch's own answers, patched): what is checked must
