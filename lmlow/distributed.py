@@ -357,22 +357,30 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def without_nproc(argv: list[str]) -> list[str]:
+    """The command line without its ``--nproc N``, as the processes run it, however it was
+    written: ``--nproc N``, ``--nproc=N``, or an abbreviation argparse took for it (``--npro 2``:
+    left in, every process refused it as already under torchrun). Any prefix of ``--nproc``
+    that argparse accepted is one: it takes a prefix only when one option has it."""
+    kept, skip = [], False
+    for a in argv:
+        name = a.split("=", 1)[0]
+        if skip:
+            skip = False
+        elif len(name) > 2 and "--nproc".startswith(name):
+            skip = "=" not in a
+        else:
+            kept.append(a)
+    return kept
+
+
 def relaunch(nproc: int, argv: list[str]) -> None:
     """``lmlow train ... --nproc N``: the same command, without ``--nproc``, in N processes
     under torchrun's launcher; a line only for what the processes could not say themselves."""
     if "WORLD_SIZE" in os.environ:
         raise LmlowError("--nproc: already running under torchrun (WORLD_SIZE is set); give "
                          "the number of processes to torchrun only")
-    argv, skip = list(argv), False
-    kept = []
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--nproc":
-            skip = True
-        elif not a.startswith("--nproc="):
-            kept.append(a)
-    code, unsaid = launch(nproc, kept)
+    code, unsaid = launch(nproc, without_nproc(argv))
     if code:
         if unsaid:
             raise LmlowError(unsaid, exit_code=code)

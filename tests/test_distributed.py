@@ -217,6 +217,16 @@ def test_processes_stop_and_save_when_their_launcher_is_killed(speech_corpus, tm
     assert load_checkpoint(run / "last.pt")["state"]["step"] == step + 2
 
 
+def test_an_abbreviated_nproc_starts_the_processes(speech_corpus, tmp_path):
+    """argparse takes `--npro 2` for `--nproc 2`; the launcher removed only `--nproc N` and
+    `--nproc=N` from the processes' command line, so each one saw --npro and refused to start
+    again under torchrun. Now every spelling argparse accepts is removed."""
+    r = lmlow("train", speech_corpus, "--preset", "tiny", "--max-steps", "2", "--threads", "1",
+              "--device", "cpu", "--npro", "2", "--out", tmp_path / "run")
+    assert r.returncode == 0 and "x 2 processes" in r.stdout, r.stderr
+    assert load_checkpoint(tmp_path / "run" / "last.pt")["processes"] == 2
+
+
 @contextlib.contextmanager
 def one_gpu():
     """This process sees one CUDA GPU (torch's own answers, patched): what is checked must
