@@ -100,6 +100,12 @@ def join(device_name: str) -> tuple[World, torch.device]:
         device = torch.device("cuda", world.local_rank)
         torch.cuda.set_device(device)
     if not dist.is_initialized():
+        missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
+        if missing:      # torch's own error for it is a traceback from its rendezvous
+            raise LmlowError(f"WORLD_SIZE {world.size} is set but {' and '.join(missing)} "
+                             f"{'is' if len(missing) == 1 else 'are'} not: start the "
+                             "processes with torchrun (which sets them all) or with "
+                             "`lmlow train --nproc N`")
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=world.rank,
                                 world_size=world.size, timeout=TIMEOUT)
     return world, device

@@ -94,6 +94,20 @@ def test_a_process_under_torchrun_ends_with_its_output_and_exit_status(speech_co
     assert bad.returncode == 1 and bad.stderr.startswith("lmlow: error:"), bad.stderr
 
 
+def test_a_process_group_without_its_address_is_one_line(speech_corpus, tmp_path):
+    """WORLD_SIZE and RANK set by hand, without torchrun's MASTER_ADDR and MASTER_PORT:
+    torch's rendezvous raised a ValueError, printed as a traceback. Now one line naming
+    what is missing, and no run folder."""
+    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"],
+           "WORLD_SIZE": "2", "RANK": "0"}
+    r = subprocess.run([sys.executable, "-m", "lmlow", "train", str(speech_corpus), "--preset",
+                        "tiny", "--threads", "1", "--device", "cpu", "--out", str(tmp_path / "r")],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "MASTER_ADDR and MASTER_PORT are not" in r.stderr and "torchrun" in r.stderr
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.slow
 def test_two_process_run_killed_and_resumed_equals_an_uninterrupted_one(speech_corpus, tmp_path):
     """Dropouts on (per-rank masks): SIGTERM to the launcher stops both ranks at the same
