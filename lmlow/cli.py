@@ -350,7 +350,7 @@ def _run(args) -> int:
         if args.debug:
             raise
         if not isinstance(e, Said):
-            print(f"lmlow: error: {_rank()}{e}", file=sys.stderr)
+            _error(str(e))
         return getattr(e, "exit_code", 1)
     except (OSError, KeyboardInterrupt, Terminated) as e:
         return _stopped(e, args.debug)
@@ -358,7 +358,7 @@ def _run(args) -> int:
         line = out_of_memory(e) or _peer_failed(e)
         if line is None or args.debug:
             raise
-        print(f"lmlow: error: {_rank()}{line}", file=sys.stderr)
+        _error(line)
         return 1
     return 0
 
@@ -369,7 +369,27 @@ def _peer_failed(e: BaseException) -> str | None:
 
     if not peer_failed(e):
         return None
-    return "stopped: another training process failed (its error is above)"
+    return "stopped: another training process failed (its own line says why)"
+
+
+def _error(line: str) -> None:
+    """Print ``lmlow: error: LINE``. A training process that ``lmlow train --nproc`` started
+    also hands the line to the launcher (torchrun's error file for it), and, unless it is
+    process 0, leaves the printing to the launcher: a bad input found after the launch is
+    found by every process, and was said once by each (the launcher says each distinct line
+    once, :func:`lmlow.distributed.launch`)."""
+    from lmlow.distributed import LAUNCHER
+
+    error_file = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if os.environ.get(LAUNCHER) and error_file:
+        try:
+            with open(error_file, "w") as f:
+                json.dump({"message": line, "timestamp": 0}, f)
+            if os.environ.get("RANK", "0") != "0":
+                return
+        except OSError:          # not written: this process says it itself
+            pass
+    print(f"lmlow: error: {_rank()}{line}", file=sys.stderr)
 
 
 def _rank() -> str:

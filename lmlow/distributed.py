@@ -275,12 +275,13 @@ class _Kills(logging.Handler):
             self.killed += 1
 
 
-def launch(nproc: int, argv: list[str]) -> tuple[int, str | None]:
+def launch(nproc: int, argv: list[str]) -> tuple[int, list[str]]:
     """Run ``lmlow ARGV`` in ``nproc`` processes on this machine through torchrun's own
     launcher (what ``torchrun --standalone --nproc-per-node N -m lmlow ARGV`` does). Returns
-    the exit status (0, or the first failed one) and what the processes could not say
-    themselves (one was killed by a signal: the reason, else None; each process prints its
-    own one-line error)."""
+    the exit status (0, or the first failed one) and the lines left to say: process 0 prints
+    its own error; the others hand theirs to the launcher (cli._error), which says those
+    that differ from process 0's (one for each distinct line); and what no process could say
+    (one was killed by a signal)."""
     import dataclasses
     import uuid
 
@@ -313,15 +314,23 @@ def launch(nproc: int, argv: list[str]) -> tuple[int, str | None]:
         failures = sorted(e.failures.items())
         for rank, f in failures:
             if f.exitcode < 0:     # killed: it printed nothing
-                return 128 - f.exitcode, (f"training process {rank} was killed by "
+                return 128 - f.exitcode, [f"training process {rank} was killed by "
                                           f"{_signal_name(-f.exitcode)} (from outside lmlow: "
-                                          "out of memory, or a kill)")
-        return next((f.exitcode for _, f in failures if f.exitcode > 0), 1), None
+                                          "out of memory, or a kill)"]
+        # the lines the processes handed over (torch makes up a message where none did)
+        handed = {rank: m for rank, f in failures
+                  if isinstance(m := getattr(f, "error_file_data", {}).get("message"), str) and m}
+        said, lines = {handed.get(0)}, []
+        for rank, line in handed.items():
+            if line not in said:
+                said.add(line)
+                lines.append(f"process {rank}: {line}")
+        return next((f.exitcode for _, f in failures if f.exitcode > 0), 1), lines
     except SignalException as e:     # this launcher was told to stop: so were the workers
         name = _signal_name(int(e.sigval))
-        killed = (f"{name}: {kills.killed} of the {nproc} training processes did not stop "
+        killed = [f"{name}: {kills.killed} of the {nproc} training processes did not stop "
                   f"within {grace} s and were killed (TORCH_ELASTIC_SHUTDOWN_TIMEOUT gives them "
-                  "longer); the run resumes from its last save before" if kills.killed else None)
+                  "longer); the run resumes from its last save before"] if kills.killed else []
         return 128 + int(e.sigval), killed
     finally:
         os.environ.pop(LAUNCHER, None)
@@ -329,7 +338,7 @@ def launch(nproc: int, argv: list[str]) -> tuple[int, str | None]:
             log.removeHandler(kills)
             log.setLevel(level)
             log.propagate = propagate
-    return 0, None
+    return 0, []
 
 
 def follow_launcher(env=os.environ) -> None:
@@ -388,8 +397,10 @@ def relaunch(nproc: int, argv: list[str]) -> None:
                          "the number of processes to torchrun only")
     code, unsaid = launch(nproc, without_nproc(argv))
     if code:
+        for line in unsaid[:-1]:
+            print(f"lmlow: error: {line}", file=sys.stderr)
         if unsaid:
-            raise LmlowError(unsaid, exit_code=code)
+            raise LmlowError(unsaid[-1], exit_code=code)
         raise Said(f"the {nproc} training processes ended with exit status {code}", code)
 
 

@@ -35,7 +35,7 @@ from lmlow.data.corpus import Corpus, training_ids
 from lmlow.data.vocab import Vocabulary
 from lmlow.distributed import (SINGLE, World, all_max, all_sum, check_gpus, columns, gather, join,
                                leave, rank_seed, require_processes, world_from_env, wrap)
-from lmlow.errors import Interrupted, LmlowError, caught_signals, silence_stdout
+from lmlow.errors import Interrupted, LmlowError, Said, caught_signals, silence_stdout
 from lmlow.evaluate import exp_loss, lstm_logprobs, valid_bins
 from lmlow.files import append_jsonl, atomic_write_json, atomic_write_text, to_json
 from lmlow.frozen_rows import FrozenRows, describe_rows
@@ -468,6 +468,8 @@ class Trainer:
         if signum:
             self._save_last()
             name = signal.Signals(signum).name
+            if not self.world.main:     # process 0 wrote last.pt, and its line says so
+                raise Said(f"{name} at update {self.state.step}", 128 + signum)
             raise Interrupted(f"{name} at update {self.state.step}: saved {self.rundir.last}; "
                               f"`lmlow train --resume {self.run_dir}` continues", 128 + signum)
 

@@ -189,6 +189,9 @@ def test_sigterm_to_slow_processes_saves_within_the_launchers_grace(speech_corpu
     assert proc.returncode == 128 + signal.SIGTERM, err
     step = load_checkpoint(part / "last.pt")["state"]["step"]
     assert 5 <= step < 20 and f"SIGTERM at update {step}: saved" in err, err
+    # one line, process 0's (process 1 said it too, "saved RUN/last.pt", which it does not
+    # write; and torch's log said "Received 15 death signal")
+    assert len(err.splitlines()) == 1, err
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
@@ -229,6 +232,21 @@ def test_processes_stop_and_save_when_their_launcher_is_killed(speech_corpus, tm
     lmlow("train", "--resume", run, "--nproc", "2", "--threads", "1", "--max-steps", str(step + 2),
           "--quiet", check=True)
     assert load_checkpoint(run / "last.pt")["state"]["step"] == step + 2
+
+
+def test_a_bad_input_found_by_every_process_is_said_once(tmp_path):
+    """A training split too short for the batch is found by each process after the launch:
+    each said it (process 0, then "process 1: " and the same words), and the launcher added
+    a third line. Now process 0's line alone, with its exit status."""
+    from conftest import write_corpus
+
+    corpus = write_corpus(tmp_path / "c", "a b c d e\n", "a b c\n", "a b\n")
+    r = lmlow("train", corpus, "--preset", "tiny", "--threads", "1", "--device", "cpu",
+              "--nproc", "2", "--out", tmp_path / "run")
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines() == [f"lmlow: error: {corpus}: the training split has 6 tokens, "
+                                     "too few for --batch-size 8 (at least 24: three a column); "
+                                     "lower --batch-size"]
 
 
 def test_an_abbreviated_nproc_starts_the_processes(speech_corpus, tmp_path):
@@ -309,4 +327,4 @@ def test_one_process_failing_is_one_line_from_each_not_a_traceback(speech_corpus
                             "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr and "last.pt: cannot write the checkpoint" in r.stderr
-    assert "process 1: stopped: another training process failed (its error is above)" in r.stderr
+    assert "process 1: stopped: another training process failed (its own line says why)" in r.stderr
