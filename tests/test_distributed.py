@@ -108,6 +108,19 @@ def test_a_process_group_without_its_address_is_one_line(speech_corpus, tmp_path
     assert not (tmp_path / "r").exists()
 
 
+def sigterm_after_a_validation(args, run, **env):
+    """``lmlow ARGS`` in a subprocess, sent SIGTERM once ``run`` has a metrics row: (the
+    process, its stderr)."""
+    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"], **env}
+    proc = subprocess.Popen([sys.executable, "-m", "lmlow.cli", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 120
+    while not ((run / "metrics.jsonl").exists() and metrics(run)) and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    return proc, proc.communicate(timeout=120)[1]
+
+
 @pytest.mark.slow
 def test_two_process_run_killed_and_resumed_equals_an_uninterrupted_one(speech_corpus, tmp_path):
     """Dropouts on (per-rank masks): SIGTERM to the launcher stops both ranks at the same
@@ -118,14 +131,7 @@ def test_two_process_run_killed_and_resumed_equals_an_uninterrupted_one(speech_c
     lmlow(*args, "--out", tmp_path / "full", check=True)
 
     part = tmp_path / "part"
-    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
-    proc = subprocess.Popen([sys.executable, "-m", "lmlow.cli", *map(str, args), "--out", part],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.time() + 120
-    while not ((part / "metrics.jsonl").exists() and metrics(part)) and time.time() < deadline:
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
+    proc, err = sigterm_after_a_validation([*args, "--out", part], part)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "SIGTERM at update" in err
     stopped = load_checkpoint(part / "last.pt")
@@ -174,18 +180,10 @@ def test_sigterm_to_slow_processes_saves_within_the_launchers_grace(speech_corpu
     before they stopped (nothing saved since update 0, and a line saying "the reason is
     above" with nothing above). Now they stop after the next update and save there."""
     part = tmp_path / "run"
-    env = {"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"],
-           "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "5"}
-    proc = subprocess.Popen([sys.executable, "-m", "lmlow.cli", "train", str(speech_corpus),
-                             "--preset", "tiny", "--hidden-size", "1000", "--bptt", "70",
-                             "--eval-every", "5", "--threads", "1", "--device", "cpu",
-                             "--nproc", "2", "--out", str(part)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.time() + 120
-    while not ((part / "metrics.jsonl").exists() and metrics(part)) and time.time() < deadline:
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    proc, err = sigterm_after_a_validation(
+        ["train", speech_corpus, "--preset", "tiny", "--hidden-size", "1000", "--bptt", "70",
+         "--eval-every", "5", "--threads", "1", "--device", "cpu", "--nproc", "2", "--out", part],
+        part, TORCH_ELASTIC_SHUTDOWN_TIMEOUT="5")
     assert proc.returncode == 128 + signal.SIGTERM, err
     step = load_checkpoint(part / "last.pt")["state"]["step"]
     assert 5 <= step < 20 and f"SIGTERM at update {step}: saved" in err, err
