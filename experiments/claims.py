@@ -254,16 +254,21 @@ def best_claim(best: dict, rivals: list[dict], label: str, where: str, out: list
 def domain_agreement(first: dict[str, str], second: dict[str, str]) -> str:
     """Whether two domains' verdicts on the paper's claims (``six_claims``) are the same:
     "the same pattern" read as the same answers, whatever the paper's answers were."""
-    both = [k for k in first if first[k] != "not tested" and second.get(k, "not tested") != "not tested"]
+    both = _both_tested(first, second)
     same = [k for k in both if first[k] == second[k]]
     if not both:
         return "not tested"
     return "holds" if len(same) == len(both) else "holds in part" if same else "does not hold"
 
 
+def _both_tested(first: dict[str, str], second: dict[str, str]) -> list[str]:
+    """The claims both sets of verdicts tested."""
+    return [k for k in first if first[k] != "not tested" and second.get(k, "not tested") != "not tested"]
+
+
 def compared(first: dict[str, str], second: dict[str, str]) -> str:
     """How many of the first's claims :func:`domain_agreement` could compare, when not all."""
-    both = [k for k in first if first[k] != "not tested" and second.get(k, "not tested") != "not tested"]
+    both = _both_tested(first, second)
     return f"; {len(both)} of {len(first)} claims compared" if len(both) < len(first) else ""
 
 
@@ -698,17 +703,16 @@ def recommendation(root: Path = ROOT) -> dict:
     else:
         return {}
     shared = set.intersection(*(set(t) for t in tables.values()))
-    ok = []
-    for name in sorted(shared):
-        if all(Comparison(min(t.values(), key=lambda r: r["valid ppl"]), t[name]).verdict()
-               != "holds" for t in tables.values()):
-            ratio = statistics.mean(t[name]["valid ppl"] / min(r["valid ppl"] for r in t.values())
-                                    for t in tables.values())
-            ok.append((ratio, name))
+    def ratio(name: str) -> float:       # its perplexity over each table's best, on average
+        return statistics.mean(t[name]["valid ppl"] / min(r["valid ppl"] for r in t.values())
+                               for t in tables.values())
+
+    ok = [(ratio(name), name) for name in sorted(shared)
+          if all(Comparison(min(t.values(), key=lambda r: r["valid ppl"]), t[name]).verdict()
+                 != "holds" for t in tables.values())]
     disagree = not ok     # each configuration clearly worse than some table's best
     if disagree:
-        ok = [(statistics.mean(t[n]["valid ppl"] / min(r["valid ppl"] for r in t.values())
-                               for t in tables.values()), n) for n in sorted(shared)]
+        ok = [(ratio(name), name) for name in sorted(shared)]
     name = min(ok)[1]
     cfg = json.loads((root / next(iter(tables.values()))[name]["runs"][0] / "config.json").read_text())
     settings = {k: cfg[k] for k in ("tie", "freeze_input", "freeze_input_rows", "init",
