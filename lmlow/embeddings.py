@@ -10,6 +10,7 @@ says the file is trusted. Text files may be gzipped.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def _load_binary(path: Path, fmt: str):
     with the checks lmlow's text reader makes: no NaN or infinity, no empty matrix."""
     from gensim.models import KeyedVectors
 
-    try:
+    with _readable(path, fmt):
         if fmt == "gensim":
             kv = KeyedVectors.load(str(path))
             kv = getattr(kv, "wv", kv)          # a whole Word2Vec/FastText model: its vectors
@@ -88,10 +89,6 @@ def _load_binary(path: Path, fmt: str):
             kv = _load_npz(path)
         else:
             kv = read_binary_vectors(path)
-    except LmlowError:
-        raise
-    except Exception as e:
-        raise LmlowError(f"{path}: cannot read {fmt} vectors ({type(e).__name__}: {e})") from None
     kv = _without_unusable_words(path, kv)
     bad = np.flatnonzero(~np.isfinite(kv.vectors).all(axis=1))
     if len(bad):
@@ -104,19 +101,40 @@ def _load_binary(path: Path, fmt: str):
     return kv
 
 
+@contextlib.contextmanager
+def _readable(path: Path, fmt: str):
+    """Any failure of a binary reader (gensim's, numpy's, a truncated ``.gz``) as one line
+    naming the file."""
+    try:
+        yield
+    except LmlowError:
+        raise
+    except Exception as e:
+        raise LmlowError(f"{path}: cannot read {fmt} vectors ({type(e).__name__}: {e})") from None
+
+
 def _without_unusable_words(path: Path, kv):
-    """A binary file's vectors with the checks the text reader makes of its words: an empty
-    word is refused (it would be a vocabulary row no token reads), a word holding a space is
-    left out with a note (no corpus token has one, and ``vocab --out`` then ``--vocab`` read
-    it back as two words)."""
-    words = kv.index_to_key
-    if "" in kv.key_to_index:
-        raise LmlowError(f"{path}: vector {kv.key_to_index[''] + 1} has an empty word")
-    spaced = [i for i, w in enumerate(words) if UNICODE_SPACE.search(w)]
-    if not spaced:
+    """A binary file's vectors without the words :func:`_usable_rows` leaves out."""
+    keep = _usable_rows(path, kv.index_to_key)
+    if keep is None:
         return kv
     from gensim.models import KeyedVectors
 
+    out = KeyedVectors(kv.vector_size)
+    out.add_vectors([kv.index_to_key[i] for i in keep], kv.vectors[keep])
+    return out
+
+
+def _usable_rows(path: Path, words: list[str]) -> np.ndarray | None:
+    """The positions of a binary file's words that lmlow can use (None: all), with the
+    checks the text reader makes of its words: an empty word is refused (it would be a
+    vocabulary row no token reads), a word holding a space is left out with a note (no corpus
+    token has one, and ``vocab --out`` then ``--vocab`` read it back as two words)."""
+    if "" in words:
+        raise LmlowError(f"{path}: vector {words.index('') + 1} has an empty word")
+    spaced = [i for i, w in enumerate(words) if UNICODE_SPACE.search(w)]
+    if not spaced:
+        return None
     from lmlow.data.textio import note_once
     note_once(path, "spaced", f"{len(spaced)} vectors of words with spaces in them skipped "
               f"(no corpus token has a space); the first, {words[spaced[0]]!r}, vector "
@@ -124,12 +142,11 @@ def _without_unusable_words(path: Path, kv):
     keep = np.setdiff1d(np.arange(len(words)), spaced)
     if not len(keep):
         raise LmlowError(f"{path}: no vectors")
-    out = KeyedVectors(kv.vector_size)
-    out.add_vectors([words[i] for i in keep], kv.vectors[keep])
-    return out
+    return keep
 
 
 BINARY_CHUNK = 1 << 20
+GROW_ROWS = 1 << 16     # a .bin.gz's first rows; the matrix doubles as more vectors are read
 
 
 def read_binary_vectors(path: Path):
@@ -140,6 +157,23 @@ def read_binary_vectors(path: Path):
     is not the file's, invalid UTF-8 and a text file named ``.bin`` are refused in one line."""
     from gensim.models import KeyedVectors
 
+    index, vectors = _read_binary(path, values=True)
+    kv = KeyedVectors(vectors.shape[1])
+    kv.vectors = vectors
+    kv.index_to_key, kv.key_to_index, kv.next_index = list(index), index, len(index)
+    return kv
+
+
+def read_binary_words(path: Path) -> list[str]:
+    """The words of a word2vec binary file, with every check of :func:`read_binary_vectors`,
+    without its matrix (GoogleNews's 3M x 300 is 3.6 GB): what the vocabulary and coverage
+    need. The values are still read past (the file's bytes), not stored."""
+    return list(_read_binary(path, values=False)[0])
+
+
+def _read_binary(path: Path, values: bool) -> tuple[dict[str, int], np.ndarray | None]:
+    """One pass over a word2vec binary file (:func:`read_binary_vectors`'s checks): each
+    vector's word -> its position, and with ``values`` the (count, dim) float32 matrix."""
     from lmlow.data.textio import open_binary
     with open_binary(path) as f:
         head = f.readline(256)
@@ -153,7 +187,10 @@ def read_binary_vectors(path: Path):
         if path.suffix == ".bin" and count * (width + 2) > path.stat().st_size:
             raise LmlowError(f"{path}:1: the header says {count} vectors of {dim} dimensions; "
                              f"the file is too short for them ({path.stat().st_size:,} bytes)")
-        kv = KeyedVectors(dim, count=count)
+        # a plain file's size bounds its count (above); a .gz's header could claim any count,
+        # so its matrix grows with the vectors read
+        rows = count if path.suffix == ".bin" else min(count, GROW_ROWS)
+        vectors = np.empty((rows, dim), dtype=np.float32) if values else None
         index, buf, pos = {}, b"", 0
         for i in range(count):
             while True:                  # the word: after any line feed, up to its space
@@ -182,13 +219,15 @@ def read_binary_vectors(path: Path):
             if word in index:
                 raise LmlowError(f"{path}: vector {i + 1}: duplicate word {word!r} (first at "
                                  f"vector {index[word] + 1})")
-            kv.vectors[i] = np.frombuffer(raw, dtype="<f4")
+            if values:
+                if i == len(vectors):
+                    vectors = np.resize(vectors, (min(count, 2 * i), dim))
+                vectors[i] = np.frombuffer(raw, dtype="<f4")
             index[word] = i
             pos = end + 1 + width
         if buf[pos:].strip() or f.read(BINARY_CHUNK).strip():
             raise LmlowError(f"{path}:1: the header says {count} vectors; the file has more")
-    kv.index_to_key, kv.key_to_index, kv.next_index = list(index), index, len(index)
-    return kv
+    return index, vectors
 
 
 def read_text_vectors(path: Path, header: bool):
@@ -348,11 +387,17 @@ def vector_words(path: Path, allow_pickle: bool = False) -> list[str]:
     """The words of a vector file, in file order: what the vocabulary (``--extend-vocab``) and
     coverage (``stats --embeddings``) need. A text file's words are read alone
     (:func:`read_text_words`): at 400k x 300, 2.9x as fast as loading the vectors and 69 MB
-    of memory instead of 1,448 (glove.840B's 2.2M x 300 matrix alone is 2.6 GB; BENCHMARKS.md)."""
+    of memory instead of 1,448 (glove.840B's 2.2M x 300 matrix alone is 2.6 GB; BENCHMARKS.md);
+    so are a word2vec binary file's (:func:`read_binary_words`)."""
     path = Path(path)
     fmt = _checked_format(path, allow_pickle)
     if fmt in TEXT_FORMATS:
         return read_text_words(path, header=fmt == "word2vec-text")
+    if fmt == "word2vec-bin":
+        with _readable(path, fmt):
+            words = read_binary_words(path)
+        keep = _usable_rows(path, words)
+        return words if keep is None else [words[i] for i in keep]
     return list(_load_binary(path, fmt).index_to_key)
 
 

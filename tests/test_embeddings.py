@@ -313,6 +313,50 @@ def test_word2vec_binary_variants_read_as_gensims_reader_reads_them(tmp_path):
         load_vectors(text)
 
 
+def test_word2vec_binary_words_alone_hold_no_matrix(tmp_path):
+    """--extend-vocab, stats and ngram read a .bin's words alone: its matrix (GoogleNews's
+    3M x 300 is 3.6 GB) was loaded for them. Measured by tracemalloc, which numpy reports to:
+    the words alone peak far below the matrix, the vectors at least at it."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(20000)]
+    f = write_bin(tmp_path / "v.bin", f"{len(words)} 300",
+                  zip(words, rng.standard_normal((len(words), 300))))
+    matrix = len(words) * 300 * 4
+    peaks = {}
+    for read in (vector_words, load_vectors):
+        tracemalloc.start()
+        got = read(f)
+        peaks[read.__name__] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert list(got if read is vector_words else got.index_to_key) == words
+    assert peaks["load_vectors"] >= matrix > 4 * peaks["vector_words"], peaks
+
+
+def test_a_gzipped_binary_header_cannot_make_lmlow_allocate_its_count(tmp_path, monkeypatch):
+    """A .bin.gz's size does not bound its header's count: a header claiming 10^12 vectors
+    was a matrix allocated before the first was read (a MemoryError). The matrix grows with
+    what is read: the right vectors when there are more than its first rows, the file's real
+    length when the header lies."""
+    import gzip
+
+    import lmlow.embeddings
+    monkeypatch.setattr(lmlow.embeddings, "GROW_ROWS", 2)      # grow twice for 3 vectors
+    plain = write_bin(tmp_path / "a.bin", "3 3", THREE)
+    with gzip.open(tmp_path / "a.bin.gz", "wb") as out:
+        out.write(plain.read_bytes())
+    kv = load_vectors(tmp_path / "a.bin.gz")
+    assert kv.index_to_key == ["the", "cat", "dog"]
+    assert np.array_equal(kv.vectors, load_vectors(plain).vectors)
+    with gzip.open(tmp_path / "lie.bin.gz", "wb") as out:
+        out.write(plain.read_bytes().replace(b"3 3\n", b"1000000000000 3\n", 1))
+    for read in (load_vectors, vector_words):
+        with pytest.raises(LmlowError, match=re.escape(
+                "lie.bin.gz: the header says 1000000000000 vectors; the file ends after 3")):
+            read(tmp_path / "lie.bin.gz")
+
+
 def test_a_line_with_more_values_than_the_others_is_refused_not_skipped(tmp_path):
     """`the 0.1 0.2 0.3 0.4 0.5` among 3-d vectors was taken for the word "the 0.1 0.2" and
     skipped as a word with spaces (the word lost its vector, with a misleading note)."""
