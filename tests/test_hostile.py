@@ -212,6 +212,29 @@ def test_a_byte_order_mark_does_not_make_a_new_word(tmp_path, capsys):
     assert "byte-order mark" in capsys.readouterr().err
 
 
+def test_a_zero_width_no_break_space_inside_a_line_makes_no_word(tmp_path):
+    """U+FEFF inside a corpus line (`the value \ufeffreturns`, scraped or pasted) stayed on its
+    word, which vocab.txt then read back without it: `lmlow eval` of the run said "vocabulary
+    has duplicate words", and `lmlow embed`'s text vectors were refused the same way. It is
+    removed wherever a line is read, so the run and the vectors open."""
+    from conftest import write_corpus
+
+    lines = "".join(f"the value \ufeffreturns a list {i}\nthe value returns\n" for i in range(6))
+    root = write_corpus(tmp_path / "c", lines, "the value returns a list\n", "the value\n")
+    run = tmp_path / "run"
+    r = lmlow("train", root, "--out", run, "--preset", "tiny", "--max-steps", "2",
+              "--threads", "1", "--quiet", cache=tmp_path / "cache")
+    assert r.returncode == 0, r.stderr
+    assert "U+FEFF" in r.stderr and "\ufeff" not in (run / "vocab.txt").read_text()
+    r = lmlow("eval", run, cache=tmp_path / "cache")
+    assert r.returncode == 0, r.stderr
+    r = lmlow("embed", root / "train.txt", "--out", tmp_path / "v.txt", "--dim", "4",
+              "--epochs", "1", "--threads", "1", cache=tmp_path / "cache")
+    assert r.returncode == 0, r.stderr
+    r = lmlow("neighbours", tmp_path / "v.txt", "returns", cache=tmp_path / "cache")
+    assert r.returncode == 0, r.stderr
+
+
 @pytest.mark.parametrize("name, text", [("c.toml", "lr = 2.5\n"), ("c.json", '{"lr": 2.5}'),
                                         ("g.toml", "[runs.a]\nlr = 2.5\n")])
 def test_a_settings_file_saved_with_a_byte_order_mark_is_read(name, text, tmp_path, capsys):

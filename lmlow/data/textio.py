@@ -209,14 +209,19 @@ def note_once(path: Path, kind: str, text: str) -> None:
         print(f"lmlow: note: {path}: {text}", file=sys.stderr)
 
 
-def note_bom(path: Path, lineno: int = 1) -> None:
+def note_bom(path: Path, lineno: int = 1, at_start: bool = True) -> None:
     """Say once per file that a UTF-8 byte-order mark was dropped (it would have made the first
-    word another word: `\ufeffthe`); one inside the file, once more (files joined by `cat`)."""
-    if lineno == 1:
+    word another word: `\ufeffthe`); one inside the file, once more (files joined by `cat`),
+    and one inside a line (U+FEFF as a zero-width no-break space, pasted or scraped)."""
+    if lineno == 1 and at_start:
         note_once(path, "bom", "starts with a UTF-8 byte-order mark; ignored")
-    else:
+    elif at_start:
         note_once(path, "bom-inside", f"line {lineno} starts with a UTF-8 byte-order mark "
                   "(files joined by cat keep theirs); ignored there and on any other line")
+    else:
+        note_once(path, "bom-in-line", f"line {lineno} holds U+FEFF (a byte-order mark used "
+                  "as a zero-width no-break space) inside it; removed there and on any other "
+                  "line, so that no word holds one")
 
 
 def note_carriage_returns(path: Path, first_line: bytes) -> None:
@@ -245,8 +250,11 @@ def note_unicode_line_ends(path: Path, first_line: bytes) -> None:
 
 
 def decode_line(path: Path, lineno: int, raw: bytes) -> str:
-    """A line's text, with a byte-order mark at its start dropped: on any line, since files
-    joined by `cat` keep each one's mark, which glued to a word made another word."""
+    """A line's text without any U+FEFF: a byte-order mark at its start on any line (files
+    joined by `cat` keep each one's mark), and one inside it (a zero-width no-break space).
+    Glued to a word it made another word, one that every word-per-line file (``vocab.txt``,
+    vectors, ``--vocab``) read back without it: a run that could not be opened, vectors
+    given to the wrong word. Invisible, so dropping it changes no word a reader can see."""
     if b"\0" in raw:
         raise LmlowError(f"{path}:{lineno}: binary file (NUL byte); expected UTF-8 text")
     try:
@@ -254,9 +262,9 @@ def decode_line(path: Path, lineno: int, raw: bytes) -> str:
         if lineno == 1:
             note_carriage_returns(path, raw)
             note_unicode_line_ends(path, raw)
-        if text.startswith(BOM):
-            note_bom(path, lineno)
-            text = text[1:]
+        if BOM in text:
+            note_bom(path, lineno, at_start=BOM not in text[1:])
+            text = text.replace(BOM, "")
         return text
     except UnicodeDecodeError as e:
         raise LmlowError(f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at "
