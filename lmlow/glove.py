@@ -24,6 +24,7 @@ Conventions:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
@@ -162,7 +163,8 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
         raise LmlowError(f"no two words occur {cfg.min_count} times or more; lower --min-count")
     threads = cfg.threads or available_cpus()
     remove_stale_work(work_dir)
-    with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=work_dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=work_dir) as tmp, \
+            _owning(Path(tmp)):
         tmp = Path(tmp)
         _write_vocab(vocab, counts, tmp / "glove-vocab.txt")
         drop = {w for w in counts if too_long(w)}
@@ -189,17 +191,54 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
 
 
 WORK_PREFIX = "lmlow-glove-"     # + the owner's pid: a folder whose owner died can be reclaimed
+OWNER = ".owner"                 # locked (flock) by the live embed that works in the folder
+UNOWNED_GRACE = 3600             # seconds a folder without an owner file is left alone
+
+
+@contextlib.contextmanager
+def _owning(work: Path):
+    """Hold a lock on ``work``'s owner file while the folder is in use: the kernel drops it
+    when the process ends, however it ends, so :func:`remove_stale_work` can tell a dead
+    run's folder from a live one's wherever that one runs (another PID namespace, a
+    container, a job on another node of a shared --tmp-dir), which its pid cannot."""
+    import fcntl
+    fd = os.open(work / OWNER, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def remove_stale_work(work_dir: Path | None) -> None:
-    """Delete the co-occurrence folders of `lmlow embed` runs that were killed (their pid no
-    longer runs): a killed run cannot clean up after itself, the next one does."""
+    """Delete the co-occurrence folders of `lmlow embed` runs that were killed: a killed run
+    cannot clean up after itself, the next one does. A folder is its owner's while the owner
+    holds its lock (:func:`_owning`); one without an owner file (being made, or made by an
+    older lmlow) only once its pid no longer runs here and it is an hour old."""
     root = Path(work_dir or tempfile.gettempdir())
     for p in root.glob(f"{WORK_PREFIX}*"):
         m = re.match(re.escape(WORK_PREFIX) + r"(\d+)-", p.name)
-        if m and p.is_dir() and not p.is_symlink() and not pid_alive(int(m.group(1))):
+        if m and p.is_dir() and not p.is_symlink() and _abandoned(p, int(m.group(1))):
             shutil.rmtree(p, ignore_errors=True)
 
+
+def _abandoned(work: Path, pid: int) -> bool:
+    """Whether no live process owns the work folder ``work`` (named after ``pid``)."""
+    import fcntl
+    try:
+        fd = os.open(work / OWNER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return (not pid_alive(pid)
+                and time.time() - work.stat().st_mtime > UNOWNED_GRACE)
+    except OSError:
+        return False                               # a link or unreadable: not ours to judge
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False                               # its owner is alive, wherever it runs
+    finally:
+        os.close(fd)
 
 
 def _refuse_reserved(texts: list[Path]) -> None:

@@ -123,7 +123,9 @@ def _embed_parser(sub) -> None:
                    help="tokenised text files (e.g. from lmlow prepare --no-split), streamed")
     add_output(p, "output vectors, GloVe text format")
     p.add_argument("--tmp-dir", type=Path, default=None,
-                   help="where the co-occurrence files go (default: the system's temp folder)")
+                   help="where the co-occurrence files go (default: the system's temp folder); "
+                   "may be shared by several embeds (a cluster's scratch): a killed one's "
+                   "folder is removed by the next, a live one's never")
     from lmlow.glove import GloveConfig
     add_settings(p.add_argument_group("GloVe settings"), GloveConfig)
     p.set_defaults(run="embed")

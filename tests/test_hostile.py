@@ -184,6 +184,34 @@ def test_a_killed_embed_takes_glove_with_it_and_its_work_is_reclaimed(tmp_path):
     assert not list(work.iterdir())
 
 
+def test_embed_leaves_a_live_work_folder_alone_whatever_its_pid_says(tmp_path):
+    """Two embeds sharing a --tmp-dir (a cluster's scratch, a /tmp shared by containers): one
+    removed the other's co-occurrence folder because its pid did not run *here*, and the
+    other died hours in (glove-train: SIGSEGV). A folder is reclaimed only once no process
+    holds its owner lock; a dead run's still is."""
+    import fcntl
+    import subprocess
+    from pathlib import Path
+    gone = subprocess.Popen(["true"])
+    gone.wait()                                   # a pid that no longer runs here
+    work = tmp_path / "work"
+    live, dead = (work / f"lmlow-glove-{gone.pid}-{x}" for x in ("live", "dead"))
+    for folder in (live, dead):
+        folder.mkdir(parents=True)
+        (folder / ".owner").touch()
+        (folder / "cooc.bin").write_bytes(b"\0" * 16)
+    held = os.open(live / ".owner", os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)              # its owner, as if in another namespace
+    text = Path(__file__).resolve().parents[1] / "corpora" / "pydocs-mini" / "pretrain.txt.gz"
+    try:
+        r = lmlow("embed", text, "--out", tmp_path / "v.txt", "--dim", "4", "--epochs", "1",
+                  "--threads", "1", "--tmp-dir", work)
+    finally:
+        os.close(held)
+    assert r.returncode == 0, r.stderr
+    assert (live / "cooc.bin").exists() and not dead.exists()
+
+
 def test_a_vector_line_with_fewer_numbers_is_refused_with_its_line(tmp_path):
     """`was 0.5` among 3-d vectors used to load, gensim filling every dimension with 0.5."""
     from lmlow.embeddings import load_vectors
