@@ -248,14 +248,18 @@ def detach_hidden(hidden):
 
 
 def log_unigram(counts: torch.Tensor, zero_count: float = 0.5) -> torch.Tensor:
-    """Log relative frequencies; a word never seen in training counts as ``zero_count``.
-
-    Words with count 0 (embedding-only words, or ``<unk>`` with no unknown word in train)
-    would get log 0 = -inf; half a singleton keeps them possible without taking mass from
-    the seen words worth speaking of.
+    """Log relative frequencies of the training counts. The words never seen in training
+    (``<unk>`` with no unknown word in train, the vectors' own words under ``--extend-vocab``)
+    share ``zero_count`` counts between them, half a singleton: possible (log 0 = -inf
+    would be), at a mass the seen words do not miss. Until 2026-11-30 each of them counted
+    0.5 alone, so a vocabulary extended by 33,794 vector words held 21% of its "unigram"
+    distribution on words training never saw (3.0% in the committed unigram tables);
+    with one such word (a K=0 vocabulary's ``<unk>``) the two rules are the same.
     """
     c = counts.double().clamp(min=0)
-    c = torch.where(c > 0, c, torch.full_like(c, zero_count))
+    unseen = c == 0
+    share = zero_count / max(1, int(unseen.sum()))
+    c = torch.where(unseen, torch.full_like(c, share), c)
     return (c / c.sum()).log().float()
 
 

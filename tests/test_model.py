@@ -85,6 +85,30 @@ def test_log_unigram_smooths_zero_counts():
     assert torch.allclose(lu.exp(), torch.tensor([3, 1, 0.5]) / 4.5)
 
 
+def test_words_training_never_saw_share_half_a_count_however_many(tmp_path):
+    """--extend-vocab adds the vectors' words, most never seen in training: each counted 0.5,
+    so 33,794 of them held 21% of the untrained model's "unigram" distribution. Together they
+    hold half a count, and the seen words their relative frequencies, whatever the number of
+    unseen words; the untrained model predicts that distribution."""
+    from conftest import write_corpus
+
+    train = "the cat sat\nthe dog sat\nthe cat ran\n" * 10     # 120 tokens with <eos>
+    root = write_corpus(tmp_path / "c", train, "the cat\n", "the dog\n")
+    extra = [f"w{i}" for i in range(5000)]                      # vector words train lacks
+    vec = tmp_path / "v.txt"
+    vec.write_text("".join(f"{w} 0.1 0.2 0.3\n" for w in ["the", "cat", *extra]))
+    cfg = build_config("tiny", None, corpus=str(root), embeddings=str(vec), extend_vocab=True,
+                       tie=False, init=("glove", "glove-output", "unigram"))
+    t = Trainer(cfg, tmp_path / "run", quiet=True)
+    counts = torch.tensor(t.vocab.count_array(), dtype=torch.float64)
+    p = torch.softmax(t.model.decoder.bias.double(), 0)
+    seen = counts > 0
+    assert (~seen).sum() >= 5000
+    total = counts.sum() + 0.5
+    assert torch.allclose(p[~seen].sum(), torch.tensor(0.5 / total, dtype=torch.float64), rtol=1e-4)
+    assert torch.allclose(p[seen], counts[seen] / total, rtol=1e-4)
+
+
 def test_unigram_label_smoothing_by_hand():
     m = AWDLSTM(4, 3, 3, 1, 3, tie=False)
     out, y = torch.randn(1, 1, 3), torch.tensor([[2]])
