@@ -469,9 +469,17 @@ def neighbours(kv, word: str, top: int = NEIGHBOURS) -> list[tuple[str, float]] 
     top = min(top, int(pointing.sum()) - 1)
     if top <= 0:
         return NO_OTHER
-    best = np.argpartition(-sims, top - 1)[:top]
-    best = best[np.lexsort((best, -sims[best]))]
-    return [(kv.index_to_key[j], float(sims[j])) for j in best]
+    return [(kv.index_to_key[j], float(sims[j])) for j in _top_in_file_order(sims, top)]
+
+
+def _top_in_file_order(sims: np.ndarray, top: int) -> np.ndarray:
+    """The positions of the ``top`` highest ``sims``, highest first, equal scores in file
+    order. A partition alone picks freely among the scores equal to the cut-off one (file
+    order lost at the boundary): every position that reaches the cut-off is kept, then that
+    set, usually little more than ``top``, is sorted stably; the vocabulary never is."""
+    cutoff = -np.partition(-sims, top - 1)[top - 1]
+    reach = np.flatnonzero(sims >= cutoff)              # ascending: the file's order
+    return reach[np.argsort(-sims[reach], kind="stable")[:top]]
 
 
 def _norms(kv) -> np.ndarray:

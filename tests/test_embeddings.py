@@ -410,3 +410,15 @@ def test_neighbours_of_very_long_or_short_vectors_are_their_cosines(tmp_path, sc
     cos = m @ m[0] / np.linalg.norm(m, axis=1) / np.linalg.norm(m[0])
     assert [w for w, _ in got] == ["cat", "dog"]
     assert [s for _, s in got] == pytest.approx([cos[1], cos[2]], rel=1e-9)
+
+
+def test_neighbours_tied_at_the_cut_off_keep_the_files_order(tmp_path):
+    """A third of the words share the query's vector: the first five of them in the file are
+    its neighbours (the partition picked any five of the hundred tied at the cut-off)."""
+    rng = np.random.default_rng(0)
+    lines = ["q 1 0 0\n"] + [f"w{i} 1 0 0\n" if i % 3 == 0 else
+                             f"w{i} " + " ".join(f"{x:.6f}" for x in rng.standard_normal(3)) + "\n"
+                             for i in range(300)]
+    kv = load_vectors(write(tmp_path, "ties.txt", "".join(lines)))
+    assert neighbours(kv, "q", 5) == [(f"w{i}", 1.0) for i in (0, 3, 6, 9, 12)]
+    assert [w for w, _ in neighbours(kv, "q", 150)][:100] == [f"w{i}" for i in range(0, 300, 3)]
