@@ -324,17 +324,27 @@ def _read_text_lines(path: Path, header: bool, dim: int, count: int | None, line
 
 
 def _values(path: Path, lineno: int, word: str, fields: list[bytes]) -> np.ndarray:
-    """A vector line's values as float32; one line naming the first that is not a number, or
-    the word whose vector holds NaN or infinity."""
+    """A vector line's values as float32; one line naming the first that is not a number,
+    the first finite number too large for float32 (it became infinity, with numpy's warning,
+    and was called infinite), or the word whose vector holds NaN or infinity."""
     try:
-        row = np.array(fields, dtype=np.float32)
+        with np.errstate(over="ignore"):
+            row = np.array(fields, dtype=np.float32)
     except ValueError:
         bad = next((v for v in fields if not _is_number(v)), fields[0])
         raise LmlowError(f"{path}:{lineno}: {decode_line(path, lineno, bad)!r} is not a "
                          "number") from None
     if not np.isfinite(row).all():
+        big = next((v for v, x in zip(fields, row) if not np.isfinite(x)
+                    and np.isfinite(float(v))), None)
+        if big is not None:
+            raise LmlowError(f"{path}:{lineno}: value {decode_line(path, lineno, big)!r} of "
+                             f"{word!r} is too large for float32 (at most {FLOAT32_MAX:.7g})")
         raise LmlowError(f"{path}:{lineno}: vector of {word!r} has NaN or infinite values")
     return row
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _text_shape(path: Path, header: bool, sample: int = 1000) -> tuple[int, int | None, int]:

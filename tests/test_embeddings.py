@@ -1,5 +1,6 @@
 """Loading vectors in every format, with one-line errors; GloVe training that learns."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -46,6 +47,10 @@ def test_formats_load_the_same_vectors(tmp_path):
     ("the 0.1 0.2 0.3\nthe 0.4 0.5 0.6\n", "v.txt:2: duplicate word 'the' (first at line 1)"),
     ("", "v.txt: empty file"),
     ("the 0.1 0.2 0.3\nunion 0.4 inf 0.6\n", "v.txt:2: vector of 'union' has NaN or infinite"),
+    # a finite number beyond float32's range became infinity (with numpy's warning), then
+    # was called NaN or infinite, which the file did not hold
+    ("the 1e40 2 3\nunion 0.4 0.5 0.6\n", "v.txt:1: value '1e40' of 'the' is too large for float32"),
+    ("the 1 2 3\nunion 0.4 -3.5e38 inf\n", "v.txt:2: value '-3.5e38' of 'union' is too large"),
     ("3 3\nthe 0.1 0.2 0.3\nunion 0.4 0.5 0.6\n", "v.txt:1: the header says 3 vectors; the file has 2"),
     ("1 3\nthe 0.1 0.2 0.3\nunion 0.4 0.5 0.6\n", "v.txt:1: the header says 1 vectors; the file has 2"),
     ("2 3\nthe 0.1 0.2\nunion 0.4 0.5 0.6\n", "v.txt:2: 2 values for 'the', expected 3"),
@@ -59,10 +64,12 @@ def test_malformed_files_name_file_and_line(tmp_path, text, message):
     """Loading the vectors and reading their words alone (the vocabulary, coverage) refuse a
     file alike (the words alone check the values of the first lines)."""
     f = write(tmp_path, "v.txt", text)
-    with pytest.raises(LmlowError, match=re.escape(message)):
-        load_vectors(f)
-    with pytest.raises(LmlowError, match=re.escape(message)):
-        vector_words(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # the one line, and no numpy warning before it
+        with pytest.raises(LmlowError, match=re.escape(message)):
+            load_vectors(f)
+        with pytest.raises(LmlowError, match=re.escape(message)):
+            vector_words(f)
 
 
 def test_the_words_alone_parse_the_first_lines_values_only(tmp_path):
