@@ -11,7 +11,6 @@ says the file is trusted. Text files may be gzipped.
 from __future__ import annotations
 
 import contextlib
-import re
 from pathlib import Path
 
 import numpy as np
@@ -132,7 +131,7 @@ def _usable_rows(path: Path, words: list[str]) -> np.ndarray | None:
     token has one, and ``vocab --out`` then ``--vocab`` read it back as two words)."""
     if "" in words:
         raise LmlowError(f"{path}: vector {words.index('') + 1} has an empty word")
-    spaced = [i for i, w in enumerate(words) if UNICODE_SPACE.search(w)]
+    spaced = [i for i, w in enumerate(words) if _has_space(w)]
     if not spaced:
         return None
     from lmlow.data.textio import note_once
@@ -238,9 +237,9 @@ def read_text_vectors(path: Path, header: bool):
     by spaces or tabs; blank lines are skipped (gensim refused a file ending in one). A line
     with *more* fields than a word and ``DIM`` numbers is a word with spaces in it (Stanford's
     glove.840B has ``at name@domain.com``): no corpus token can have one, so it is skipped,
-    with a note giving the count and the first line; so is a word holding a space that is not
-    ASCII (a no-break space: corpora split on every Unicode space, so no token has one, and
-    ``vocab --out`` then ``--vocab`` read it back as another word). The matrix is allocated once, from a
+    with a note giving the count and the first line; so is a word holding a space that
+    ``bytes.split`` keeps (a no-break space, ASCII's separators \\x1c-\\x1f: corpora split on
+    them, so no token has one; :func:`_has_space`). The matrix is allocated once, from a
     first pass that counts the lines (as gensim's reader does); the vectors are gensim's
     reader's to the bit, about 5x faster (BENCHMARKS.md)."""
     from gensim.models import KeyedVectors
@@ -269,7 +268,12 @@ def read_text_words(path: Path, header: bool) -> list[str]:
     return list(_read_text_lines(path, header, dim, count, lines))
 
 
-UNICODE_SPACE = re.compile(r"\s")     # corpora split on these (str.split), the file on ASCII's
+def _has_space(word: str) -> bool:
+    """Whether a corpus would not read ``word`` as one token: its lines are split by
+    ``str.split``, on every Unicode space and on ASCII's separators \\x1c-\\x1f, which
+    ``bytes.split`` (the text reader's) keeps inside a word; ``vocab --out`` then ``--vocab``
+    would read such a word back as other words."""
+    return len(word.split()) != 1
 
 
 def _read_text_lines(path: Path, header: bool, dim: int, count: int | None, lines: int,
@@ -300,7 +304,7 @@ def _read_text_lines(path: Path, header: bool, dim: int, count: int | None, line
                 raise LmlowError(f"{path}:{lineno}: {n} values for "
                                  f"{decode_line(path, lineno, fields[0])!r}, expected {dim} "
                                  "(inconsistent dimensions)")
-            if cut > 1 or not word.isascii() and UNICODE_SPACE.search(word):
+            if cut > 1 or _has_space(word):
                 spaced.append((lineno, word))
                 continue
             if word in index:
