@@ -85,11 +85,11 @@ def _load_binary(path: Path, fmt: str):
                 raise LmlowError(f"{path}: a gensim {type(kv).__name__}, not word vectors "
                                  "(KeyedVectors, or a model with .wv)")
         elif fmt == "npz":
-            kv = _load_npz(path)
+            kv = _keyed_vectors(*_read_npz(path, values=True))
         else:
             kv = read_binary_vectors(path)
     kv = _without_unusable_words(path, kv)
-    bad = np.flatnonzero(~np.isfinite(kv.vectors).all(axis=1))
+    bad = _nonfinite_rows(kv.vectors)
     if len(bad):
         raise LmlowError(f"{path}: vector of {kv.index_to_key[bad[0]]!r} has NaN or infinite "
                          f"values ({len(bad)} such vectors)")
@@ -117,11 +117,26 @@ def _without_unusable_words(path: Path, kv):
     keep = _usable_rows(path, kv.index_to_key)
     if keep is None:
         return kv
+    words = [kv.index_to_key[i] for i in keep]
+    return _keyed_vectors({w: i for i, w in enumerate(words)}, kv.vectors[keep])
+
+
+def _keyed_vectors(index: dict[str, int], vectors: np.ndarray):
+    """A ``KeyedVectors`` of ``index`` (word -> row, in row order) holding ``vectors`` itself:
+    ``add_vectors`` would copy the matrix, a second one in memory while it does."""
     from gensim.models import KeyedVectors
 
-    out = KeyedVectors(kv.vector_size)
-    out.add_vectors([kv.index_to_key[i] for i in keep], kv.vectors[keep])
-    return out
+    kv = KeyedVectors(vectors.shape[1])
+    kv.vectors = vectors
+    kv.index_to_key, kv.key_to_index, kv.next_index = list(index), index, len(index)
+    return kv
+
+
+def _nonfinite_rows(vectors: np.ndarray) -> np.ndarray:
+    """The positions of the rows holding NaN or infinity, a block of rows at a time: no
+    boolean matrix of the whole (a quarter of a float32 matrix's size)."""
+    return np.concatenate([a + np.flatnonzero(~np.isfinite(vectors[a:a + BLOCK]).all(axis=1))
+                           for a in range(0, len(vectors), BLOCK)] or [np.empty(0, np.int64)])
 
 
 def _usable_rows(path: Path, words: list[str]) -> np.ndarray | None:
@@ -154,13 +169,7 @@ def read_binary_vectors(path: Path):
     read by lmlow rather than gensim, which kept the first of a duplicate word and stopped at
     the header's count, both silently: every vector is read, a duplicate word, a count that
     is not the file's, invalid UTF-8 and a text file named ``.bin`` are refused in one line."""
-    from gensim.models import KeyedVectors
-
-    index, vectors = _read_binary(path, values=True)
-    kv = KeyedVectors(vectors.shape[1])
-    kv.vectors = vectors
-    kv.index_to_key, kv.key_to_index, kv.next_index = list(index), index, len(index)
-    return kv
+    return _keyed_vectors(*_read_binary(path, values=True))
 
 
 def read_binary_words(path: Path) -> list[str]:
@@ -402,55 +411,137 @@ def vector_words(path: Path, allow_pickle: bool = False) -> list[str]:
     coverage (``stats --embeddings``) need. A text file's words are read alone
     (:func:`read_text_words`): at 400k x 300, 2.9x as fast as loading the vectors and 69 MB
     of memory instead of 1,448 (glove.840B's 2.2M x 300 matrix alone is 2.6 GB; BENCHMARKS.md);
-    so are a word2vec binary file's (:func:`read_binary_words`)."""
+    so are a word2vec binary file's (:func:`read_binary_words`) and an ``.npz``'s (the matrix's
+    shape and type from its header, :func:`_read_npz`)."""
     path = Path(path)
     fmt = _checked_format(path, allow_pickle)
     if fmt in TEXT_FORMATS:
         return read_text_words(path, header=fmt == "word2vec-text")
-    if fmt == "word2vec-bin":
-        with _readable(path, fmt):
-            words = read_binary_words(path)
-        keep = _usable_rows(path, words)
-        return words if keep is None else [words[i] for i in keep]
-    return list(_load_binary(path, fmt).index_to_key)
+    if fmt == "gensim":
+        return list(_load_binary(path, fmt).index_to_key)
+    with _readable(path, fmt):
+        words = (read_binary_words(path) if fmt == "word2vec-bin"
+                 else list(_read_npz(path, values=False)[0]))
+    keep = _usable_rows(path, words)
+    return words if keep is None else [words[i] for i in keep]
 
 
 def save_npz(kv, path: Path) -> None:
-    """lmlow's fast, pickle-free vector file: ``words`` (unicode) and ``vectors`` (float32)."""
+    """lmlow's fast, pickle-free vector file: ``words_utf8`` (the words) and ``vectors``
+    (float32)."""
     from lmlow.files import atomic_path
 
     with atomic_path(path) as tmp:
         write_npz(kv, tmp)
 
 
+NPZ_WORDS = "words_utf8"     # since 2026-11-30; files written before hold ``words`` (unicode)
+NPZ_LAYOUTS = ({NPZ_WORDS, "vectors"}, {"words", "vectors"})
+
+
 def write_npz(kv, path: Path) -> None:
-    """:func:`save_npz`'s contents, written to ``path`` as it is (a temporary name)."""
+    """:func:`save_npz`'s contents, written to ``path`` as it is (a temporary name). The words
+    are one uint8 array, their UTF-8 joined by line feeds: a numpy unicode array gives every
+    word the longest one's width in 4-byte characters (one 990-character token made 400k
+    words 1.6 GB, beside a matrix of 480 MB)."""
     with open(path, "wb") as f:
-        np.savez(f, words=np.array(kv.index_to_key, dtype=str),
+        np.savez(f, **{NPZ_WORDS: _joined_words(kv.index_to_key)},
                  vectors=np.asarray(kv.vectors, dtype=np.float32))
 
 
-def _load_npz(path: Path):
-    from gensim.models import KeyedVectors
+def _joined_words(words: list[str]) -> np.ndarray:
+    """The words' UTF-8 joined by line feeds, as uint8 (no word of a vector file holds one:
+    corpora split on them)."""
+    bad = next((w for w in words if "\n" in w), None)
+    if bad is not None:
+        raise LmlowError(f"vector word {bad!r} holds a line feed; no corpus token can, and an "
+                         ".npz cannot store it")
+    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8)
 
+
+def _read_npz(path: Path, values: bool) -> tuple[dict[str, int], np.ndarray | None]:
+    """An ``.npz``'s words (word -> row, in order) and, with ``values``, its matrix as float32:
+    each array read from the zip once, the matrix not copied when it is float32 already, and
+    not read at all for the words alone (its shape and type are its header's), with pickle
+    refused. Not an lmlow file, words that are not text, a matrix that is not numbers, not 2-d,
+    of 0 dimensions or of another count than the words, and a duplicate word are one line."""
     with np.load(path, allow_pickle=False) as data:
-        if set(data.files) != {"words", "vectors"}:
-            raise LmlowError(f"{path}: not an lmlow vector file (expected arrays words and vectors)")
-        if data["words"].dtype.kind != "U":
-            raise LmlowError(f"{path}: its words are {data['words'].dtype} values, expected "
-                             "text (an lmlow vector file stores words as strings)")
-        if data["vectors"].dtype.kind not in "fiu":
-            raise LmlowError(f"{path}: its vectors are {data['vectors'].dtype}, expected numbers")
-        words, vectors = data["words"].tolist(), data["vectors"].astype(np.float32)
-    if vectors.ndim != 2 or len(words) != len(vectors):
-        raise LmlowError(f"{path}: {len(words)} words for a {vectors.shape} matrix")
-    if vectors.shape[1] == 0:
-        raise LmlowError(f"{path}: vectors of 0 dimensions")
-    if len(set(words)) != len(words):
-        raise LmlowError(f"{path}: duplicate words")
-    kv = KeyedVectors(vectors.shape[1])
-    kv.add_vectors(words, vectors)
-    return kv
+        if set(data.files) not in NPZ_LAYOUTS:
+            raise LmlowError(f"{path}: not an lmlow vector file (expected arrays {NPZ_WORDS} "
+                             "(or words) and vectors)")
+        shape, dtype = _npy_header(path, data, "vectors")
+        if dtype.kind not in "fiu":
+            raise LmlowError(f"{path}: its vectors are {dtype}, expected numbers")
+        index = _word_index(path, _npz_words(path, data))
+        if len(shape) != 2 or len(index) != shape[0]:
+            raise LmlowError(f"{path}: {len(index)} words for a {shape} matrix")
+        if not index:
+            raise LmlowError(f"{path}: no vectors")
+        if shape[1] == 0:
+            raise LmlowError(f"{path}: vectors of 0 dimensions")
+        return index, _float32(path, index, data["vectors"]) if values else None
+
+
+def _npy_header(path: Path, data, name: str) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and type of array ``name`` of an open ``.npz``, read from its ``.npy`` header
+    inside the zip: the array itself is not read."""
+    from numpy.lib import format as npy
+
+    with data.zip.open(f"{name}.npy") as f:
+        version = npy.read_magic(f)
+        read = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}.get(version)
+        if read is None:               # 3.0: field names in UTF-8, a structured type: not numbers
+            raise LmlowError(f"{path}: its {name} are not a plain array of numbers (.npy "
+                             f"format {version[0]}.{version[1]})")
+        shape, _, dtype = read(f)
+    return shape, dtype
+
+
+def _npz_words(path: Path, data) -> list[str]:
+    """The words of an open ``.npz``: ``words_utf8``, or the unicode array ``words`` of the
+    files written before (still read: they are on users' disks)."""
+    if "words" in data.files:
+        words = data["words"]
+        if words.dtype.kind != "U":
+            raise LmlowError(f"{path}: its words are {words.dtype} values, expected text (an "
+                             "lmlow vector file stores words as strings)")
+        if words.ndim != 1:
+            raise LmlowError(f"{path}: its words are an array of shape {words.shape}, "
+                             "expected one row")
+        return words.tolist()
+    raw = data[NPZ_WORDS]
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise LmlowError(f"{path}: its {NPZ_WORDS} is a {raw.dtype} array of shape "
+                         f"{raw.shape}, expected one row of bytes (uint8)")
+    try:
+        text = raw.tobytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise LmlowError(f"{path}: its words are not valid UTF-8") from None
+    return text.split("\n") if text else []
+
+
+def _word_index(path: Path, words: list[str]) -> dict[str, int]:
+    """Each word -> its row; a duplicate word refused, named with both rows."""
+    index = {}
+    for i, w in enumerate(words):
+        if index.setdefault(w, i) != i:
+            raise LmlowError(f"{path}: vector {i + 1}: duplicate word {w!r} (first at vector "
+                             f"{index[w] + 1})")
+    return index
+
+
+def _float32(path: Path, index: dict[str, int], vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as a C-ordered float32 matrix, not copied when it is one already; a finite
+    value that float32 cannot hold (a float64 file's 1e40) is named, not turned into infinity
+    with numpy's warning and then called NaN or infinite."""
+    with np.errstate(over="ignore"):
+        out = np.ascontiguousarray(vectors, dtype=np.float32)
+    if out is not vectors:
+        big = [i for i in _nonfinite_rows(out) if np.isfinite(vectors[i]).all()]
+        if big:
+            raise LmlowError(f"{path}: vector {big[0] + 1} ({list(index)[big[0]]!r}) has values too "
+                             f"large for float32 (at most {FLOAT32_MAX:.7g})")
+    return out
 
 
 NEIGHBOURS = 8                  # how many `lmlow neighbours` shows by default

@@ -448,3 +448,97 @@ def test_a_word_holding_an_ascii_separator_is_skipped_in_every_format(tmp_path, 
         assert load_vectors(tmp_path / name).index_to_key == ["the", "union"], name
     assert kv["union"].tolist() == [1, 2, 2]
     assert "1 vectors of words with spaces in them skipped" in capsys.readouterr().err
+
+
+def random_kv(words, dim, seed=0):
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(dim)
+    kv.add_vectors(words, np.random.default_rng(seed).standard_normal((len(words), dim))
+                   .astype(np.float32))
+    return kv
+
+
+def test_npz_reads_each_array_once_and_its_words_alone_hold_no_matrix(tmp_path):
+    """An .npz's matrix was read from the zip twice, converted and copied again (3.2x the
+    matrix at its peak), and its words alone loaded all of it. Measured by tracemalloc, which
+    numpy reports to: the vectors peak near the matrix, the words alone far below it."""
+    import tracemalloc
+
+    from lmlow.embeddings import save_npz
+    words = [f"w{i}" for i in range(20000)]
+    save_npz(random_kv(words, 300), tmp_path / "v.npz")
+    matrix = len(words) * 300 * 4
+    peaks = {}
+    for read in (vector_words, load_vectors):
+        tracemalloc.start()
+        got = read(tmp_path / "v.npz")
+        peaks[read.__name__] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert list(got if read is vector_words else got.index_to_key) == words
+    assert 1.5 * matrix > peaks["load_vectors"] >= matrix > 4 * peaks["vector_words"], peaks
+
+
+def test_npz_words_are_stored_compactly_and_old_files_still_load(tmp_path):
+    """The words were a numpy unicode array, every word as wide as the longest in 4-byte
+    characters (one 990-character token: 1,000 words took 4 MB beside a 12 kB matrix). They
+    are one row of UTF-8 bytes now; a file written before (``words`` as unicode) still loads
+    to the same words and float32 bits, its words alone too."""
+    from lmlow.embeddings import save_npz
+    words = [f"w{i}" for i in range(999)] + ["x" * 990]
+    kv = random_kv(words, 3)
+    save_npz(kv, tmp_path / "new.npz")
+    assert (tmp_path / "new.npz").stat().st_size < 30_000
+    np.savez(tmp_path / "old.npz", words=np.array(words, dtype=str), vectors=kv.vectors)
+    for name in ("new.npz", "old.npz"):
+        got = load_vectors(tmp_path / name)
+        assert got.index_to_key == words and vector_words(tmp_path / name) == words
+        assert got.vectors.dtype == np.float32 and np.array_equal(got.vectors, kv.vectors)
+    with pytest.raises(LmlowError, match=re.escape("vector word 'a\\nb' holds a line feed")):
+        save_npz(random_kv(["a\nb"], 3), tmp_path / "lf.npz")
+    assert not (tmp_path / "lf.npz").exists()
+
+
+def npz_file(path, **arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize("arrays, message", [
+    (dict(words_utf8=np.frombuffer(b"the\ncat", np.uint8), vectors=np.ones((3, 2))),
+     "v.npz: 2 words for a (3, 2) matrix"),
+    (dict(words_utf8=np.frombuffer(b"the\ncat\nthe", np.uint8), vectors=np.ones((3, 2))),
+     "v.npz: vector 3: duplicate word 'the' (first at vector 1)"),
+    (dict(words_utf8=np.frombuffer(b"the\n\xffcat", np.uint8), vectors=np.ones((2, 2))),
+     "v.npz: its words are not valid UTF-8"),
+    (dict(words_utf8=np.array([1, 2], np.int64), vectors=np.ones((2, 2))),
+     "v.npz: its words_utf8 is a int64 array of shape (2,), expected one row of bytes"),
+    (dict(words_utf8=np.frombuffer(b"the\ncat", np.uint8), vectors=np.array([["a", "b"]] * 2)),
+     "v.npz: its vectors are <U1, expected numbers"),
+    (dict(words_utf8=np.frombuffer(b"the\ncat", np.uint8), vectors=np.ones(2)),
+     "v.npz: 2 words for a (2,) matrix"),
+    (dict(words_utf8=np.frombuffer(b"", np.uint8), vectors=np.ones((0, 2))), "v.npz: no vectors"),
+    (dict(words=np.array(["a", "b"]), vectors=np.ones((2, 3)), extra=np.ones(1)),
+     "v.npz: not an lmlow vector file"),
+    (dict(words=np.array([["a", "b"]]), vectors=np.ones((2, 3))),
+     "v.npz: its words are an array of shape (1, 2), expected one row"),
+])
+def test_a_malformed_npz_is_one_line_for_the_vectors_and_the_words_alone(tmp_path, arrays, message):
+    """The words alone read the matrix's shape and type from its header, with every check
+    the loader makes of them."""
+    f = npz_file(tmp_path / "v.npz", **arrays)
+    for read in (load_vectors, vector_words):
+        with pytest.raises(LmlowError, match=re.escape(message)):
+            read(f)
+
+
+def test_a_float64_npz_value_beyond_float32_is_named_without_a_warning(tmp_path):
+    f = npz_file(tmp_path / "v.npz", words=np.array(["the", "cat"]),
+                 vectors=np.array([[1.0, 2.0], [3.0, 1e40]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(LmlowError, match=re.escape(
+                "v.npz: vector 2 ('cat') has values too large for float32")):
+            load_vectors(f)
+    assert load_vectors(npz_file(tmp_path / "w.npz", words=np.array(["the", "cat"]),
+                                 vectors=np.array([[1, 2], [3, 4]]))).vectors.dtype == np.float32
