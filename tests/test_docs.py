@@ -136,6 +136,30 @@ def test_every_documented_python_call_takes_what_the_page_gives_it():
             pytest.fail(str(e))
 
 
+def inline_embeds() -> list[tuple[Path, str]]:
+    """The `lmlow embed TEXT...` commands written in the pages' running text (not in blocks)."""
+    found = []
+    for page in PAGES:
+        text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+        found += [(page.relative_to(ROOT), span) for span in
+                  re.findall(r"`(lmlow embed \S[^`]*)`", text)]
+    return found
+
+
+def test_every_embed_command_in_the_running_text_parses(capsys):
+    """docs/embeddings.md's `lmlow embed corpora/pydocs-mini/pretrain.txt.gz --dim 200
+    --epochs 25` lacked the required --out: a reader who copied it got an error."""
+    from lmlow.cli import parse_argv
+
+    spans = inline_embeds()
+    assert len(spans) >= 2
+    for page, span in spans:
+        try:
+            parse_argv(shlex.split(span)[1:])
+        except SystemExit:
+            pytest.fail(f"{page}: `{span}` does not parse: {capsys.readouterr().err}")
+
+
 def test_the_line_reader_finds_commands_and_skips_the_rest():
     block = ("lmlow train C --out R \\\n    --tie no  # a comment\n"
              "make demo\n.venv/bin/lmlow eval R | head\nfor x in a; do lmlow stats C; done\n")
