@@ -230,6 +230,25 @@ class Config:
         """Only the pretrained input rows are frozen (``--freeze-input-rows pretrained``)."""
         return self.input_frozen and self.freeze_input_rows == "pretrained"
 
+    @property
+    def reads_vectors(self) -> bool:
+        """Whether anything of this run reads ``--embeddings``: the pretrained rows (``--init
+        glove``/``glove-output``; ``--freeze-input-rows pretrained`` and ``lmlow eval
+        --map-unseen-*`` need them) or the vectors' words (``--extend-vocab``)."""
+        return self.pretrained_input or self.pretrained_output or self.extend_vocab
+
+    def refuse_unread_vectors(self) -> "Config":
+        """A new run's ``--embeddings`` that nothing reads (no ``--init glove*``, no
+        ``--extend-vocab``) was loaded, checked and recorded as the run's vectors, and changed
+        nothing, silently; ``ngram``, ``vocab`` and ``unk`` refuse the same. Asked of
+        the configurations :func:`build_config` makes (train, fit, the sweeps' plans), not of
+        a saved run's, which keeps opening."""
+        if self.embeddings and not self.reads_vectors:
+            raise LmlowError(f"--embeddings {self.embeddings}: nothing in this run reads the "
+                             "vectors; add --init glove (or glove-output) to start from them, "
+                             "or --extend-vocab to add their words, or leave --embeddings out")
+        return self
+
     def validate(self) -> "Config":
         """Refuse invalid combinations with a one-line reason."""
         if self.arch == "transformer" and (self.hidden_size % self.heads
@@ -673,7 +692,7 @@ def build_config(preset: str | None = None, file: Path | None = None, **override
     given = {k: v for k, v in overrides.items() if v is not None}
     values.update(given)
     try:
-        cfg = Config(**values).validate()
+        cfg = Config(**values).validate().refuse_unread_vectors()
     except OutOfRange as e:                   # the file's value: name the file, not a flag
         if e.key in from_file and e.key not in given:
             raise e.named(file) from None

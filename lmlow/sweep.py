@@ -245,6 +245,10 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
             if not embeddings:
                 raise LmlowError(f"configuration {name} needs --embeddings FILE")
             settings["embeddings"] = embeddings[0]
+        elif not needs_vectors and grid_name == "pretrain":
+            # the grid's random configuration per file reads no vectors without
+            # --extend-vocab (a new run refuses unread vectors): the same run for each file
+            settings.pop("embeddings")
         # seed then preset last, the order sweep.json has always had: a rewritten plan of the
         # same runs is then the same file
         chosen = settings.pop("preset", preset)

@@ -182,6 +182,9 @@ CASES = [
     (["train", "C", "--out", "O", "--lr", "fast"], "--lr", "O"),
     (["train", "C", "--out", "O", "--init", "bert"], "--init", "O"),
     (["train", "C", "--out", "O", "--init", "glove"], "--init glove/glove-output needs --embeddings", "O"),
+    # vectors nothing reads (no --init glove*, no --extend-vocab): loaded and used for nothing
+    (["train", "C", "--out", "O", "--preset", "tiny", "--embeddings", "V"],
+     "nothing in this run reads the vectors; add --init glove", "O"),
     (["train", "C", "--out", "O", "--tie", "yes", "--init", "glove-output", "--embeddings", "V"],
      "a tied model has one matrix", "O"),
     (["train", "C", "--out", "O", "--config", "X/c.toml"], "X/c.toml: no such file", "O"),

@@ -645,3 +645,35 @@ def test_a_local_sweep_shares_the_cores_this_process_may_use_not_the_machines(sp
                        env=env, preexec_fn=lambda: os.sched_setaffinity(0, one_core))
     assert r.returncode == 0, r.stderr
     assert json.loads((out / "standard.seed1" / "config.json").read_text())["threads"] == 1
+
+
+def test_vectors_nothing_reads_are_refused_for_a_new_run_not_for_a_saved_one(speech_corpus,
+                                                                            vectors, tmp_path):
+    """`train --embeddings V` without --init glove* or --extend-vocab loaded the vectors,
+    recorded them as the run's and used nothing of them (ngram, vocab and unk refuse
+    it): refused by build_config, so by train, fit and a grid file's run alike. A saved
+    run's config.json that holds such vectors still opens; the pretrain grid's random
+    configuration reads no vectors without --extend-vocab, and is planned without them."""
+    import lmlow as api
+    from lmlow.config import Config, build_config
+
+    message = f"--embeddings {vectors}: nothing in this run reads the vectors"
+    with pytest.raises(LmlowError, match=re.escape(message)):
+        build_config("tiny", corpus=str(speech_corpus), embeddings=str(vectors))
+    with pytest.raises(LmlowError, match=re.escape(message)):
+        api.fit(speech_corpus, tmp_path / "r", preset="tiny", embeddings=vectors)
+    assert not (tmp_path / "r").exists()
+    saved = Config(corpus=str(speech_corpus), embeddings=str(vectors)).to_dict()
+    assert Config.from_dict(saved).embeddings == str(vectors)
+    for reads in ({"init": "glove", "tie": False}, {"extend_vocab": True}):
+        build_config("tiny", corpus=str(speech_corpus), embeddings=str(vectors), **reads)
+    grid_file = tmp_path / "grid.toml"
+    grid_file.write_text(f'[runs.plain]\nembeddings = "{vectors}"\n')
+    with pytest.raises(LmlowError, match=re.escape(f"{grid_file} [runs.plain]: {message}")):
+        plan(speech_corpus, tmp_path / "s", str(grid_file), [1], "tiny", [], None, {})
+    runs = plan(speech_corpus, tmp_path / "s", "pretrain", [1], "tiny", [str(vectors)], None, {})
+    assert {r.name: r.settings.get("embeddings") for r in runs
+            if r.name.startswith("standard.")} == {f"standard.{vectors.stem}": None}
+    runs = plan(speech_corpus, tmp_path / "s", "pretrain", [1], "tiny", [str(vectors)], None,
+                {"extend_vocab": True})
+    assert all(r.settings["embeddings"] == str(vectors) for r in runs)
