@@ -141,8 +141,15 @@ def grid(name: str, embeddings: list[str], values: list[str] | None = None) -> l
 
 
 def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:
-    """A TOML grid: ``[runs.NAME]`` tables of ``lmlow train`` settings (Config field names)."""
-    runs = load_table(path).get("runs")
+    """A TOML grid: ``[runs.NAME]`` tables of ``lmlow train`` settings (Config field names),
+    and nothing else: a top-level ``preset = ...`` or a misspelled ``[run.b]`` was dropped, so
+    the sweep planned fewer runs or other settings than the file says."""
+    table = load_table(path)
+    other = sorted(set(table) - {"runs"})
+    if other:
+        raise LmlowError(f"{path}: {other[0]!r} is not a grid file's key: it holds only "
+                         "[runs.NAME] tables (a setting for every run is a flag of the sweep)")
+    runs = table.get("runs")
     if not isinstance(runs, dict) or not runs or not all(isinstance(s, dict) for s in runs.values()):
         raise LmlowError(f"{path}: a grid file needs [runs.NAME] tables of settings")
     return [(n, _run_table(s, f"{path} [runs.{n}]"), {}) for n, s in runs.items()]

@@ -250,6 +250,20 @@ def test_bad_grid_file_is_one_line(tmp_path, speech_corpus):
     assert r.returncode == 1 and "unknown setting 'bogus'" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_grid_files_keys_outside_its_runs_tables_are_refused(tmp_path, speech_corpus):
+    """A top-level `preset = ...` or `seeds = [...]`, or a misspelled `[run.b]`, was dropped
+    and the sweep planned what the file does not say (here one run of three)."""
+    for key, text in (("preset", 'preset = "tiny"\n'), ("run", "[run.b]\ntie = false\n"),
+                      ("Runs", "[Runs.c]\nlr = 0.1\n")):
+        (tmp_path / "g.toml").write_text(text + "[runs.a]\ntie = true\n")
+        r = lmlow("sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", tmp_path / "s",
+                  "--dry-run")
+        assert r.returncode == 1 and r.stderr == (
+            f"lmlow: error: {tmp_path / 'g.toml'}: {key!r} is not a grid file's key: it holds "
+            "only [runs.NAME] tables (a setting for every run is a flag of the sweep)\n"), r.stderr
+    assert not (tmp_path / "s").exists()
+
+
 def test_extend_vocab_gives_every_configuration_the_same_words():
     """K=0 in the paper's sense: with --extend-vocab even the random `standard` run reads the
     vectors' words, so the six are scored on the same tokens; the unk grid extends only K=0
