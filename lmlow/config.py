@@ -255,11 +255,7 @@ class Config:
                                            or (self.hidden_size // self.heads) % 2):
             raise LmlowError(f"--hidden-size {self.hidden_size} (the Transformer's width) must "
                              f"split into --heads {self.heads} heads of an even size")
-        bad = [x for x in self.init if x not in INIT_CHOICES]
-        if bad:
-            raise LmlowError(f"--init: unknown {bad[0]!r}; choose from {', '.join(INIT_CHOICES)}")
-        if "random" in self.init and ({"glove", "glove-output"} & set(self.init)):
-            raise LmlowError("--init: 'random' contradicts 'glove'/'glove-output'")
+        check_init(self.init)
         if (self.pretrained_input or "glove-output" in self.init) and not self.embeddings:
             raise LmlowError("--init glove/glove-output needs --embeddings FILE")
         if self.tie and "glove-output" in self.init and "glove" not in self.init:
@@ -308,6 +304,20 @@ class Config:
     @classmethod
     def load(cls, path: Path) -> "Config":
         return cls.from_dict(read_settings(path), str(path))
+
+
+def check_init(init: tuple[str, ...]) -> None:
+    """An ``--init`` list on its own: known names that agree. Empty (``init = ""`` or ``[]`` in
+    a file) is refused here, where a config file or grid is checked, not later by each
+    ``lmlow train`` the sweep starts (whose flag refuses an empty list)."""
+    if not init:
+        raise LmlowError(f"--init: expected comma-separated names, got nothing; choose from "
+                         f"{', '.join(INIT_CHOICES)}")
+    bad = [x for x in init if x not in INIT_CHOICES]
+    if bad:
+        raise LmlowError(f"--init: unknown {bad[0]!r}; choose from {', '.join(INIT_CHOICES)}")
+    if "random" in init and ({"glove", "glove-output"} & set(init)):
+        raise LmlowError("--init: 'random' contradicts 'glove'/'glove-output'")
 
 
 # What --resume may change: the budget (to train longer), and where and how the arithmetic

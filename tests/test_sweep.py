@@ -114,6 +114,19 @@ def test_a_grid_file_takes_init_as_text_and_names_the_run_a_refused_combination_
     assert not (tmp_path / "s").exists()
 
 
+def test_an_empty_init_in_a_grid_file_is_refused_when_planned(speech_corpus, tmp_path):
+    """`init = ""` or `init = []` passed planning, then every run failed at `lmlow train`
+    (whose --init refuses an empty list): refused once, naming the file and the run."""
+    grid = tmp_path / "grid.toml"
+    for value in ('""', "[]"):
+        grid.write_text(f"[runs.a]\ninit = {value}\ntie = false\n")
+        r = lmlow("sweep", speech_corpus, "--grid", grid, "--out", tmp_path / "s", "--dry-run")
+        assert r.returncode == 1 and r.stderr.startswith(
+            f"lmlow: error: {grid} [runs.a]: --init: expected comma-separated names, got "
+            "nothing") and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "s").exists()
+
+
 def test_a_grid_files_run_may_name_its_own_preset(speech_corpus, tmp_path):
     """``preset = "transformer-tiny"`` in a grid file's run table was dropped for the sweep's
     --preset (the run trained as an LSTM of the other preset, its table said nothing); it now
