@@ -286,7 +286,8 @@ def _sweep_parser(sub) -> None:
     add_settings(p, SweepOptions)
     p.add_argument("--dry-run", action="store_true",
                    help="print the `lmlow train` commands, one per line (for another scheduler, "
-                   "GNU parallel), and run nothing")
+                   "GNU parallel), after the checks the sweep makes (corpus, vectors, a "
+                   "changed setting), and run or write nothing")
     p.add_argument("--status", action="store_true", help="print every run's state (finished, "
                    "running on which job/node, pending, failed with its log's last lines, "
                    "stopped) from the run folders and the scheduler")

@@ -579,7 +579,11 @@ def _score_now(run: RunDir, threads: int, log) -> int:
 
 
 def dry_run(runs: list[Run], out: Path) -> list[str]:
+    """The `lmlow train` commands the sweep would run, after the checks it would make (a
+    changed setting, a missing corpus or vectors file: commands that would fail printed
+    fine), writing nothing."""
     runs = [as_started(r, out) for r in runs]     # what the sweep itself would refuse
+    check_inputs(runs, out)
     lmlow = ["lmlow"]
     return [shlex.join(c) for r in runs if (c := command(r, out, lmlow))]
 

@@ -127,6 +127,20 @@ def test_an_empty_init_in_a_grid_file_is_refused_when_planned(speech_corpus, tmp
     assert not (tmp_path / "s").exists()
 
 
+def test_a_dry_run_checks_the_corpus_and_vectors_as_the_sweep_does(speech_corpus, tmp_path):
+    """`--dry-run` printed the commands of a sweep whose corpus or vectors do not exist (each
+    would fail): refused in the same line the sweep gives, nothing written."""
+    args = ("--grid", "six", "--out", tmp_path / "s", "--dry-run")
+    r = lmlow("sweep", tmp_path / "nocorpus", *args, "--embeddings", tmp_path / "v.txt")
+    assert r.returncode == 1 and r.stderr == (f"lmlow: error: {tmp_path / 'nocorpus'}: no such "
+                                              "corpus folder (expected a folder with train.txt, "
+                                              "valid.txt, test.txt)\n"), r.stderr
+    r = lmlow("sweep", speech_corpus, *args, "--embeddings", tmp_path / "v.txt")
+    assert r.returncode == 1 and r.stderr == (f"lmlow: error: --embeddings {tmp_path / 'v.txt'}: "
+                                              "no such file\n"), r.stderr
+    assert not (tmp_path / "s").exists()
+
+
 def test_a_grid_files_run_may_name_its_own_preset(speech_corpus, tmp_path):
     """``preset = "transformer-tiny"`` in a grid file's run table was dropped for the sweep's
     --preset (the run trained as an LSTM of the other preset, its table said nothing); it now
