@@ -105,6 +105,9 @@ def fit_sweep(corpus, out, grid, seeds=1, preset: str = "small", embeddings=(), 
     own = check_settings(file_values(dict(grid=grid, preset=preset, unigram=unigram, jobs=jobs,
                                           executor=executor)), where, SweepOptions)
     queue = _slurm_settings(slurm, executor, where)
+    if executor == "slurm" and jobs != 1:      # ignored there: the sweep would say nothing
+        raise LmlowError(f"{where}: jobs = {jobs!r}: runs at a time here (executor='local'); a "
+                         "SLURM array's tasks at once are slurm={'array_parallelism': N}")
     opts = SweepOptions(**own, embeddings=tuple(str(p) for p in vectors),
                         seeds=_ints(seeds, where), values=_values(values, where))
     with keyword_errors(where, {*own, *extra}):

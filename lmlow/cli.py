@@ -129,8 +129,8 @@ def cmd_ngram(args) -> None:
 
 def cmd_sweep(args) -> None:
     from lmlow.config import Config
-    from lmlow.slurm import Slurm, SlurmOptions, executor_of
-    from lmlow.sweep import Local, SweepOptions, dry_run, status_text
+    from lmlow.slurm import executor_of
+    from lmlow.sweep import SweepOptions, dry_run, status_text
 
     if args.status or args.cancel:
         folder = args.out or args.corpus
@@ -141,10 +141,29 @@ def cmd_sweep(args) -> None:
     if not args.out:
         raise LmlowError("give --grid GRID and --out SWEEP_DIR (or --status / --cancel)")
     extra = settings_from(args, Config, skip=("corpus", "preset", "embeddings", "seed"))
-    executor = (Slurm(SlurmOptions(**settings_from(args, SlurmOptions)).validate())
-                if opts.executor == "slurm" else Local(opts.jobs, extra.get("threads")))
+    executor = _sweep_executor(args, opts, extra.get("threads"))
     runs = opts.plan(args.corpus, args.out, extra)
     print("\n".join(dry_run(runs, args.out)) if args.dry_run else executor.run(runs, args.out))
+
+
+def _sweep_executor(args, opts, threads: int | None):
+    """The sweep's executor from its flags; a flag of the other executor, which it would
+    ignore (`--partition` on a sweep that then trains here, `--jobs` on a SLURM one), is
+    refused in one line naming it."""
+    from lmlow.flags import flag_of
+    from lmlow.slurm import Slurm, SlurmOptions
+    from lmlow.sweep import Local
+
+    queue = settings_from(args, SlurmOptions)
+    if opts.executor != "slurm":
+        if queue:
+            flags = ", ".join(flag_of(SlurmOptions, k) for k in queue)
+            raise LmlowError(f"{flags}: SLURM settings need --executor slurm")
+        return Local(opts.jobs, threads)
+    if args.jobs is not None:
+        raise LmlowError("--jobs: runs at a time here, for --executor local; a SLURM array's "
+                         "tasks at once are --array-parallelism N")
+    return Slurm(SlurmOptions(**queue).validate())
 
 
 def cmd_sweep_task(args) -> None:

@@ -97,6 +97,12 @@ def _flag(f) -> list[str]:
     return [f.metadata.get("flag") or "--" + f.name.replace("_", "-")]
 
 
+def flag_of(cls, name: str) -> str:
+    """The flag of field ``name`` of ``cls`` (``--sbatch-arg`` for ``sbatch_args``): what an
+    error about a given setting names."""
+    return _flag(next(f for f in fields(cls) if f.name == name))[0]
+
+
 def _argument(cls, f, default) -> dict:
     """argparse's keywords for the flag of field ``f``: type, action, help with range."""
     meta = dict(f.metadata)

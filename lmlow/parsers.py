@@ -293,7 +293,8 @@ def _sweep_parser(sub) -> None:
                    "stopped) from the run folders and the scheduler")
     p.add_argument("--cancel", action="store_true", help="cancel the sweep's queued and running "
                    "SLURM tasks (runs keep their last.pt; the sweep command resumes them)")
-    add_settings(p.add_argument_group("SLURM (--executor slurm; each task trains one run)"),
+    add_settings(p.add_argument_group("SLURM (refused without --executor slurm; each task "
+                                      "trains one run)"),
                  SlurmOptions)
     _add_config_args(p, skip=("embeddings", "seed"))
     p.set_defaults(run="sweep")

@@ -70,7 +70,8 @@ class SweepOptions:
                                    "fractions, comma-separated", parse=_names, metavar="LIST")
     unigram: bool = setting(False, "add the log-unigram output bias init to every "
                             "configuration (the paper's grids do not use it)", switch=True)
-    jobs: int = setting(1, "runs at a time; CPU threads are split between them", metavar="N")
+    jobs: int = setting(1, "runs at a time here (--executor local; SLURM's: "
+                        "--array-parallelism); CPU threads are split between them", metavar="N")
     executor: str = setting("local", "local: run here, --jobs at a time; slurm: submit one "
                             "SLURM job array (one task per run not finished or queued) and "
                             "return")

@@ -99,6 +99,9 @@ def test_fit_sweep_and_results_make_what_sweep_and_report_make(speech_corpus, ve
                           r"executor = 'cluster': choose one of local, slurm"),
                          (dict(slurm={"time": "1:00"}), r"slurm = \{'time': '1:00'\}: settings for "
                                                         r"executor='slurm' \(executor is 'local'\)"),
+                         (dict(executor="slurm", jobs=4),
+                          r"jobs = 4: runs at a time here \(executor='local'\); a SLURM "
+                          r"array's tasks at once are slurm=\{'array_parallelism': N\}"),
                          (dict(executor="slurm", slurm={"cpus_per_run": 0}),
                           r"slurm: cpus_per_run = 0: must be >= 1"),
                          (dict(executor="slurm", slurm={"setup": "module load x"}),

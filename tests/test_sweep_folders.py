@@ -225,3 +225,19 @@ def test_a_train_fraction_that_leaves_no_line_is_refused_before_the_sweep_writes
               "--preset", "tiny", "--train-fraction", "1e-9")
     one_line_error(r, "--train-fraction 1e-09 leaves no complete training line")
     assert not (tmp_path / "s").exists()
+
+
+def test_a_flag_of_the_other_executor_is_refused_not_ignored(speech_corpus, tmp_path):
+    """`--partition gpu --time 4:00:00 ...` without `--executor slurm` trained here, and
+    `--jobs 4` with it did nothing: each is refused in one line naming the flags, nothing
+    written."""
+    (tmp_path / "g.toml").write_text(GRID)
+    args = ("sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", tmp_path / "s",
+            "--preset", "tiny", "--max-steps", "1")
+    one_line_error(lmlow(*args, "--partition", "gpu", "--time", "4:00:00", "--mem", "32G",
+                         "--sbatch-arg=--constraint=a100"),
+                   "--partition, --time, --mem, --sbatch-arg: SLURM settings need --executor "
+                   "slurm")
+    one_line_error(lmlow(*args, "--executor", "slurm", "--jobs", "4"),
+                   "--jobs: runs at a time here, for --executor local", "--array-parallelism")
+    assert not (tmp_path / "s").exists()
