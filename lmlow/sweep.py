@@ -62,12 +62,13 @@ class SweepOptions:
     train setting after them applies to every run)."""
     grid: str | None = setting(None, "table1, six, unk, pretrain, datasize or FILE.toml")
     preset: str = setting("small", "defaults of every run")
-    embeddings: tuple = setting((), "vectors for pretrained configurations (several for "
+    embeddings: tuple = setting((), "vectors for pretrained configurations (several only for "
                                 "--grid pretrain)", parse=_names, metavar="FILE[,FILE...]")
     seeds: tuple = setting((1,), f"comma-separated seeds, each in {SEED_RANGE}",
                            parse=_ints, metavar="LIST")
     values: tuple | None = setting(None, "the unk grid's K values or the datasize grid's "
-                                   "fractions, comma-separated", parse=_names, metavar="LIST")
+                                   "fractions, comma-separated (the other grids refuse it)",
+                                   parse=_names, metavar="LIST")
     unigram: bool = setting(False, "add the log-unigram output bias init to every "
                             "configuration (the paper's grids do not use it)", switch=True)
     jobs: int = setting(1, "runs at a time here (--executor local; SLURM's: "
@@ -115,6 +116,7 @@ def _values(values: list[str] | None, default: list[str], kind, what: str) -> li
 
 def grid(name: str, embeddings: list[str], values: list[str] | None = None) -> list[tuple[str, dict, dict]]:
     """(name, settings, labels) of a named grid, or of a TOML/JSON grid file."""
+    check_grid_inputs(name, embeddings, values)
     if name == "table1":
         return [(config_name(s), s, {}) for s in table1_configurations()]
     if name == "six":
@@ -139,6 +141,23 @@ def grid(name: str, embeddings: list[str], values: list[str] | None = None) -> l
     if path.suffix in (".toml", ".json"):    # a missing or unreadable file: load_table's line
         return _grid_file(path)
     raise LmlowError(f"--grid: unknown grid {name!r}; choose {', '.join(GRIDS)} or a .toml file")
+
+
+def check_grid_inputs(name: str, embeddings: list[str], values: list[str] | None) -> None:
+    """``--values`` and several ``--embeddings`` files only where the grid reads them (unk's
+    K, datasize's fractions; pretrain's files): elsewhere they were dropped, and the table
+    said nothing of the K, fraction or vectors the user asked for."""
+    if values and name not in VALUES_GRIDS:
+        raise LmlowError(f"--values {','.join(map(str, values))}: only --grid "
+                         f"{' and '.join(VALUES_GRIDS)} take values (K, training fractions); "
+                         f"grid {name} has none")
+    if len(embeddings) > 1 and name != "pretrain":
+        raise LmlowError(f"--embeddings {','.join(map(str, embeddings))}: several vectors files "
+                         f"are for --grid pretrain (the six for each); grid {name} reads one")
+
+
+# The named grids that take --values (VALUES_SET: the setting each sets with them)
+VALUES_GRIDS = ("unk", "datasize")
 
 
 def _grid_file(path: Path) -> list[tuple[str, dict, dict]]:

@@ -141,6 +141,24 @@ def test_a_dry_run_checks_the_corpus_and_vectors_as_the_sweep_does(speech_corpus
     assert not (tmp_path / "s").exists()
 
 
+def test_values_and_several_vectors_files_are_refused_by_grids_that_do_not_read_them(
+        speech_corpus, vectors, tmp_path):
+    """`--grid six --values 0.5` and `--grid six --embeddings a.txt,b.txt` planned the six
+    with no K, no fraction and the first file only, silently."""
+    args = ("sweep", speech_corpus, "--out", tmp_path / "s", "--dry-run")
+    r = lmlow(*args, "--grid", "six", "--embeddings", vectors, "--values", "0.5")
+    assert r.returncode == 1 and r.stderr == (
+        "lmlow: error: --values 0.5: only --grid unk and datasize take values (K, training "
+        "fractions); grid six has none\n"), r.stderr
+    r = lmlow(*args, "--grid", "six", "--embeddings", f"{vectors},{vectors}")
+    assert r.returncode == 1 and r.stderr == (
+        f"lmlow: error: --embeddings {vectors},{vectors}: several vectors files are for --grid "
+        "pretrain (the six for each); grid six reads one\n"), r.stderr
+    r = lmlow(*args, "--grid", "datasize", "--embeddings", vectors, "--values", "0.5")
+    assert r.returncode == 0 and "--train-fraction 0.5" in r.stdout, r.stderr
+    assert not (tmp_path / "s").exists()
+
+
 def test_a_grid_files_run_may_name_its_own_preset(speech_corpus, tmp_path):
     """``preset = "transformer-tiny"`` in a grid file's run table was dropped for the sweep's
     --preset (the run trained as an LSTM of the other preset, its table said nothing); it now
