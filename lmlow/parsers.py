@@ -277,7 +277,12 @@ def _sweep_parser(sub) -> None:
                        "K, --values 0,1,2,5), pretrain (six x each --embeddings file), datasize "
                        "(six x training fractions, --values 0.25,0.5,1), or a TOML file with "
                        "[runs.NAME] tables of train settings. Any train flag after the options "
-                       "applies to every run.",
+                       "applies to every run, except: a named grid refuses those its "
+                       "configurations set themselves (--tie, --init, --freeze-input, "
+                       "--freeze-output; unk's --unk-threshold, datasize's --train-fraction; "
+                       "--unigram adds the unigram bias), and a grid file's run table wins over "
+                       "the flags for the keys it sets (an invalid flag value is refused "
+                       "either way).",
                        epilog="Example: lmlow sweep data/ptb --grid six --out sweeps/ptb-six "
                        "--embeddings vectors/ptb.200d.txt --seeds 1,2,3 --max-time 5")
     p.add_argument("corpus", type=Path, help="corpus folder (with --status or --cancel: the "

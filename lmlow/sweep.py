@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from lmlow.config import (ARCH_ONLY, PRESETS, RESUME_CHANGES, SEED_RANGE, Config, EmbeddingRoles,
-                          OutOfRange, arch_of, build_config, check_settings, check_values,
-                          ignored_by, in_range, load_table, same_run_differs, setting,
-                          table1_configurations)
+                          OutOfRange, arch_of, build_config, check_init, check_settings,
+                          check_values, defaults, ignored_by, in_range, load_table, names,
+                          same_run_differs, setting, table1_configurations)
 from lmlow.cpus import available_cpus
 from lmlow.data.corpus import check_corpus_folder, check_fraction
 from lmlow.data.vocab import read_word_list
@@ -216,6 +216,29 @@ def check_run_settings(name: str, settings: dict, grid_name: str, own: set) -> N
 VALUES_SET = ("unk_threshold", "train_fraction")
 
 
+def check_sweep_flags(extra: dict, preset: str, grid_name: str, owns: list[dict]) -> None:
+    """The train flags given to the sweep, before any run is planned: each valid on its own,
+    as `lmlow train` would refuse it (a grid file's run that sets the key wins over the flag,
+    which was then dropped unchecked: ``--init glvoe``), and none that a named grid sets for
+    its runs itself: ``--tie no`` with the six was dropped, ``--freeze-input`` made
+    ``ours-unfrozen`` the same run as ``ours``; the names would no longer say what trained."""
+    decided = (set(ROLE_KEYS).union(*owns)) - GRID_TAKES if grid_name in GRIDS else set()
+    for key in (k for k in extra if k in decided):
+        hint = "; --unigram adds the unigram bias to every run" if key == "init" else ""
+        raise LmlowError(f"--{key.replace('_', '-')}: grid {grid_name} sets {key} for its runs; "
+                         f"use a grid file to change it{hint}")
+    check_values(Config(**{**defaults(preset), **extra}))
+    if "init" in extra:
+        check_init(names(extra["init"]))
+
+
+# What a named grid's configuration names say (tying, each side's init and freezing), set or
+# left to the default by each of its runs; and the flag a named grid sets only for some runs
+# as documented (unk: --extend-vocab reaches its K=0 runs, K >= 1 builds from training counts)
+ROLE_KEYS = ("tie", "init", "freeze_input", "freeze_output")
+GRID_TAKES = {"extend_vocab"}
+
+
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
 
 
@@ -245,6 +268,7 @@ def plan(corpus: Path, out: Path, grid_name: str, seeds: list[int], preset: str,
     configurations = [(name, settings, labels,
                        arch_of({**extra, **settings}, settings.get("preset", preset)))
                       for name, settings, labels in grid(grid_name, embeddings, values)]
+    check_sweep_flags(extra, preset, grid_name, [own for _, own, *_ in configurations])
     for key, value in extra.items():
         if configurations and all(ignored_by(arch, key, value) for *_, arch in configurations):
             raise LmlowError(f"--{key} {value}: only --arch {ARCH_ONLY[key]} has it, and "

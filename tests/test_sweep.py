@@ -159,6 +159,34 @@ def test_values_and_several_vectors_files_are_refused_by_grids_that_do_not_read_
     assert not (tmp_path / "s").exists()
 
 
+def test_a_flag_a_named_grid_sets_itself_is_refused_and_a_bad_one_always(speech_corpus, vectors,
+                                                                         tmp_path):
+    """`--grid six --tie no` (or --init, --freeze-input) was dropped, or made two of the six
+    one run (`--freeze-input`: ours-unfrozen trained as ours): refused naming the flag and the
+    grid, as are unk's --unk-threshold and datasize's --train-fraction. An invalid value is
+    refused as `lmlow train` refuses it even where a grid file's run sets the key (it was
+    dropped unchecked). unk's documented --extend-vocab (its K=0 runs) stays."""
+    args = ("sweep", speech_corpus, "--out", tmp_path / "s", "--embeddings", vectors, "--dry-run")
+    for grid, flags, key in (("six", ["--init", "glvoe,unigarm"], "init"),
+                             ("six", ["--tie", "no"], "tie"),
+                             ("six", ["--freeze-input"], "freeze_input"),
+                             ("table1", ["--no-freeze-output"], "freeze_output"),
+                             ("unk", ["--values", "1", "--unk-threshold", "3"], "unk_threshold"),
+                             ("datasize", ["--train-fraction", "0.5"], "train_fraction")):
+        r = lmlow(*args, "--grid", grid, *flags)
+        assert r.returncode == 1 and r.stderr.startswith(
+            f"lmlow: error: --{key.replace('_', '-')}: grid {grid} sets {key} for its runs; use "
+            "a grid file to change it") and r.stderr.count("\n") == 1, r.stderr
+    assert lmlow(*args, "--grid", "unk", "--values", "0,1", "--extend-vocab").returncode == 0
+    grid = tmp_path / "grid.toml"
+    grid.write_text('[runs.a]\ninit = ["random"]\noptimizer = "adam"\n')
+    for flags, said in ((["--init", "glvoe"], "--init: unknown 'glvoe'; choose from "),
+                        (["--optimizer", "sgdd"], "--optimizer 'sgdd': choose one of ")):
+        r = lmlow(*args, "--grid", grid, *flags)
+        assert r.returncode == 1 and r.stderr.startswith(f"lmlow: error: {said}"), r.stderr
+    assert not (tmp_path / "s").exists()
+
+
 def test_a_grid_files_run_may_name_its_own_preset(speech_corpus, tmp_path):
     """``preset = "transformer-tiny"`` in a grid file's run table was dropped for the sweep's
     --preset (the run trained as an LSTM of the other preset, its table said nothing); it now
