@@ -11,7 +11,7 @@ import re
 import statistics
 from pathlib import Path
 
-from lmlow.config import EmbeddingRoles
+from lmlow.config import Config, EmbeddingRoles, same_run_differs
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.paired import Paired
@@ -156,6 +156,25 @@ def mixed_precision(rows: list[dict]) -> str | None:
     if len(seen) > 1:
         return (f"mixed precisions in one table ({', '.join(seen)}): its comparisons mix "
                 "arithmetic; pin --precision for every run")
+    return None
+
+
+def mixed_settings(rows: list[dict]) -> str | None:
+    """A warning when the runs of one row differ in more than their seed (and what a resume
+    may change, or where a file lies): run folders put together by hand, or planned before
+    `lmlow sweep` refused it, whose mean is of two experiments. (A row's parameter columns
+    are its first run's.)"""
+    for row in (r for r in rows if len(r.get("runs", ())) > 1):
+        first, *others = row["runs"]
+        mine = Config.load(RunDir(first).config).to_dict()
+        for other in others:
+            theirs = Config.load(RunDir(other).config).to_dict()
+            differ = [k for k in same_run_differs(mine, theirs) if k != "seed"]
+            if differ:
+                k = differ[0]
+                return (f"the runs of {row['configuration']} differ in {k} ({Path(first).name}: "
+                        f"{mine[k]!r}, {Path(other).name}: {theirs[k]!r}): its row is the mean "
+                        "of two experiments")
     return None
 
 
@@ -431,7 +450,8 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
     planned, missing = missing_runs(sweep_dir)
     partial = (f"\n\n**Partial: {planned - len(missing)} of {planned} planned runs finished**; "
                f"not yet: {', '.join(missing)}." if missing else "")
-    warnings = [w for w in (mixed_precision(rows), mixed_vectors(rows), foreign) if w]
+    warnings = [w for w in (mixed_settings(rows), mixed_precision(rows), mixed_vectors(rows),
+                            foreign) if w]
     partial += "".join(f"\n\n**Warning: {w}.**" for w in warnings)
     if any(maps):
         partial += ("\n\n*scored with*: the configurations that "

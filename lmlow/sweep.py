@@ -455,13 +455,46 @@ def record_plan(runs: list[Run], out: Path) -> None:
     planned into it: a later command (more seeds, or a few configurations first) adds its runs
     and replaces those of the same name in their place (so that the file, often committed,
     changes only where the plan does), so a report never calls a partial table complete."""
-    runs = [as_started(r, out) for r in runs]
-    check_inputs(runs, out)
+    runs = checked(runs, out)
     SweepDir(out).check_own_folders()           # before sweep.json: nothing written on a refusal
     make_folder(out)
     new = {r.folder: r for r in runs}
     merged = [new.pop(r.folder, r) for r in load_plan(out) or []] + list(new.values())
     atomic_write_json(SweepDir(out).plan_file, [r.__dict__ for r in merged])
+
+
+def checked(runs: list[Run], out: Path) -> list[Run]:
+    """The planned runs as the sweep will train them (:func:`as_started`), after every check
+    a sweep and its --dry-run make before anything is written: the runs a folder already has,
+    the other seeds of each configuration in its plan, and what the runs read."""
+    runs = [as_started(r, out) for r in runs]
+    check_same_configuration(runs, load_plan(out) or [], out)
+    check_inputs(runs, out)
+    return runs
+
+
+def check_same_configuration(runs: list[Run], planned: list[Run], out: Path) -> None:
+    """A configuration's runs in a folder's plan differ only in their seed (and in what
+    --resume may change, or where a file lies): new seeds planned with another --lr into the
+    same folder made one row of the table the mean of two experiments, with nothing said.
+    Refused in one line naming the run and the setting; a run planned again replaces its row,
+    so it is compared with the runs it does not replace."""
+    new = {r.folder for r in runs}
+    kept: dict[str, Run] = {}
+    for r in planned:
+        if r.folder not in new:
+            kept.setdefault(r.name, r)
+    for run in (r for r in runs if r.name in kept):
+        other = kept[run.name]
+        mine, theirs = _planned(run), _planned(other)
+        differ = [k for k in same_run_differs(mine, theirs) if k != "seed"]
+        if differ:
+            k = differ[0]
+            raise LmlowError(f"{Path(out) / run.folder}: the sweep plans {k} = {mine[k]!r}, but "
+                             f"{other.folder} "
+                             f"of configuration {run.name} in this folder's plan has {k} = "
+                             f"{theirs[k]!r}: one row would mix two experiments; give these "
+                             "settings another output folder (--out) or run name")
 
 
 def check_inputs(runs: list[Run], out: Path) -> None:
@@ -626,8 +659,7 @@ def dry_run(runs: list[Run], out: Path) -> list[str]:
     """The `lmlow train` commands the sweep would run, after the checks it would make (a
     changed setting, a missing corpus or vectors file: commands that would fail printed
     fine), writing nothing."""
-    runs = [as_started(r, out) for r in runs]     # what the sweep itself would refuse
-    check_inputs(runs, out)
+    runs = checked(runs, out)                     # what the sweep itself would refuse
     lmlow = ["lmlow"]
     return [shlex.join(c) for r in runs if (c := command(r, out, lmlow))]
 

@@ -42,6 +42,25 @@ def test_paired_compares_only_rows_over_the_same_tokens(tmp_path):
     assert "Not compared, over other tokens" in md and "standard.K5 (against standard.K2)" in md
 
 
+def test_a_row_whose_runs_differ_in_more_than_their_seed_is_warned_of(tmp_path):
+    """Run folders put together by hand (or planned before the sweep refused it) whose seeds
+    trained with another lr: the row averaged two experiments, its parameters the first
+    run's, with nothing said. A warning in results.md and on stderr names the row and the
+    setting; what a resume may change (the budget) is no difference."""
+    six = copy(EXPERIMENTS / "six" / "sweep", tmp_path / "six")
+    config = six / "standard.seed2" / "config.json"
+    settings = json.loads(config.read_text())
+    config.write_text(json.dumps({**settings, "max_epochs": 99}))
+    r = lmlow("report", six)
+    assert r.returncode == 0 and "differ in" not in r.stderr, r.stderr
+    config.write_text(json.dumps({**settings, "lr": 0.5}))
+    r = lmlow("report", six)
+    said = ("the runs of standard differ in lr (standard.seed1: 0.003, standard.seed2: 0.5): "
+            "its row is the mean of two experiments")
+    assert r.returncode == 0 and f"lmlow: warning: {said}\n" in r.stderr, r.stderr
+    assert f"**Warning: {said}.**" in (six / "results.md").read_text()
+
+
 def test_a_run_given_as_baseline_is_scored_with_the_tables_maps(tmp_path):
     """With --map-unseen-outputs the table's rows are scored with the map; a finished LSTM run
     given as --baseline was scored as trained beside them, with nothing said."""

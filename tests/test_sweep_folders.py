@@ -241,3 +241,25 @@ def test_a_flag_of_the_other_executor_is_refused_not_ignored(speech_corpus, tmp_
     one_line_error(lmlow(*args, "--executor", "slurm", "--jobs", "4"),
                    "--jobs: runs at a time here, for --executor local", "--array-parallelism")
     assert not (tmp_path / "s").exists()
+
+
+def test_new_seeds_planned_with_other_settings_are_refused_not_mixed_into_a_row(speech_corpus,
+                                                                              tmp_path):
+    """Seed 2 planned with another --lr and --hidden-size into a folder whose seed 1 has the
+    first settings: both sweeps succeeded and the report averaged two experiments in one row.
+    Refused (the sweep and its --dry-run) naming the run and the setting, nothing written; a
+    new seed with the same settings and another budget (what --resume may change) joins."""
+    (tmp_path / "g.toml").write_text(GRID)
+    out = tmp_path / "s"
+    args = ("sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", out, "--preset",
+            "tiny", "--max-steps", "3", "--threads", "1", "--lr", "0.003")
+    assert lmlow(*args, "--seeds", "1").returncode == 0
+    plan = (out / "sweep.json").read_bytes()
+    for flags in ([], ["--dry-run"]):
+        one_line_error(lmlow(*args, "--seeds", "2", "--lr", "0.5", "--hidden-size", "64", *flags),
+                       f"{out / 'standard.seed2'}: the sweep plans hidden_size = 64, but "
+                       "standard.seed1 of configuration standard in this folder's plan has "
+                       "hidden_size = 48")
+        assert (out / "sweep.json").read_bytes() == plan and not (out / "standard.seed2").exists()
+    r = lmlow(*args, "--seeds", "2", "--max-steps", "4", "--dry-run")
+    assert r.returncode == 0 and "standard.seed2" in r.stdout, r.stderr
