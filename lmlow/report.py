@@ -440,6 +440,23 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
         check_baseline(b)
     if paired:
         paired_references(set(configurations(sweep_dir)), paired)
+    paths = SweepDir(sweep_dir).results
+    with staged_outputs(sweep_dir, [p.name for p in paths], force=True, wait=wait) as stage:
+        # the table is made under the folder's lock: made before a --wait, it left out the
+        # runs that finished meanwhile and replaced the newer report the wait was for
+        rows, md_text, csv_text, warnings = _table(sweep_dir, baselines, paired, maps)
+        md, csv, js, png = (stage / p.name for p in paths)     # all four or none replaced
+        atomic_write_text(md, md_text)
+        atomic_write_text(csv, csv_text)
+        atomic_write_json(js, rows)
+        plot_curves(rows, png)
+    return list(paths), warnings
+
+
+def _table(sweep_dir: Path, baselines: list[Path], paired: str | None,
+           maps: tuple[bool, bool]) -> tuple[list[dict], str, str, list[str]]:
+    """The report's rows, results.md and results.csv texts, and warnings (the runs scored
+    where their evaluations are not cached)."""
     rows = collect(sweep_dir, maps)
     section = add_paired(rows, paired) + add_paired_bins(rows) if paired else ""
     extra = [baseline_row(b, maps) for b in baselines]
@@ -458,19 +475,13 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
                     f"{' and '.join(f'`{f}`' for f, on in zip(MAP_FLAGS, maps) if on)} apply to "
                     "(untied, that side initialised from vectors and trained) are scored with "
                     "them, with no training (lmlow.input_map); the others as trained.")
-    paths = SweepDir(sweep_dir).results
-    with staged_outputs(sweep_dir, [p.name for p in paths], force=True, wait=wait) as stage:
-        md, csv, js, png = (stage / p.name for p in paths)     # all four or none replaced
-        atomic_write_text(md, f"# {sweep_dir.name}\n\nValidation and test perplexity of each "
-                          "run's best checkpoint; mean and sd over seeds. *converged*: runs (of "
-                          "the seeds) that ended by their early-stopping rule, not by a cap on "
-                          "epochs, updates or time; *best epoch/minutes*: when the best checkpoint "
-                          f"was measured (mean).{partial}\n\n" + markdown(columns, table, digits=4)
-                          + "\n" + section)
-        atomic_write_text(csv, to_csv(columns, table))
-        atomic_write_json(js, rows)
-        plot_curves(rows, png)
-    return list(paths), warnings
+    text = (f"# {sweep_dir.name}\n\nValidation and test perplexity of each "
+            "run's best checkpoint; mean and sd over seeds. *converged*: runs (of "
+            "the seeds) that ended by their early-stopping rule, not by a cap on "
+            "epochs, updates or time; *best epoch/minutes*: when the best checkpoint "
+            f"was measured (mean).{partial}\n\n" + markdown(columns, table, digits=4)
+            + "\n" + section)
+    return rows, text, to_csv(columns, table), warnings
 
 
 def plot_curves(rows: list[dict], out: Path) -> None:

@@ -61,6 +61,30 @@ def test_a_row_whose_runs_differ_in_more_than_their_seed_is_warned_of(tmp_path):
     assert f"**Warning: {said}.**" in (six / "results.md").read_text()
 
 
+def test_report_wait_makes_its_table_after_the_wait(tmp_path, monkeypatch):
+    """`report --wait` made its table, then waited for the folder's lock (another report
+    writing), then wrote: a run that finished during the wait was left out, and the stale
+    table replaced the newer one. Here the run finishes (its folder moved in) just as the
+    report asks for the lock; the table written includes it."""
+    import lmlow
+    import lmlow.files
+
+    six = copy(EXPERIMENTS / "six" / "sweep", tmp_path / "six")
+    late = six / "standard.seed3"
+    late.rename(tmp_path / "aside")
+    real = lmlow.files.lock_folder
+
+    def finished_meanwhile(folder, wait=False):
+        if (tmp_path / "aside").exists():
+            (tmp_path / "aside").rename(late)
+        return real(folder, wait=wait)
+
+    monkeypatch.setattr(lmlow.files, "lock_folder", finished_meanwhile)
+    rows = {r["configuration"]: r for r in lmlow.results(six, wait=True)}
+    assert rows["standard"]["seeds"] == 3 and str(late) in rows["standard"]["runs"]
+    assert rows_of(six)["standard"]["seeds"] == 3
+
+
 def test_a_run_given_as_baseline_is_scored_with_the_tables_maps(tmp_path):
     """With --map-unseen-outputs the table's rows are scored with the map; a finished LSTM run
     given as --baseline was scored as trained beside them, with nothing said."""
