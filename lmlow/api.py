@@ -139,7 +139,8 @@ def _slurm_settings(slurm, executor, where: str) -> dict:
 
 def sweep_status(out) -> list[dict]:
     """``lmlow sweep OUT --status``: each planned run's state (finished, running, pending,
-    failed, stopped, not submitted), with its SLURM job and node where it was submitted."""
+    failed, stopped, not started (local) or not submitted (SLURM)), with its SLURM job and
+    node where it was submitted."""
     from lmlow.slurm import executor_of
 
     out = _path(out, "lmlow.sweep_status", "out")

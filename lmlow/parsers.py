@@ -295,7 +295,8 @@ def _sweep_parser(sub) -> None:
                    "changed setting), and run or write nothing")
     p.add_argument("--status", action="store_true", help="print every run's state (finished, "
                    "running on which job/node, pending, failed with its log's last lines, "
-                   "stopped) from the run folders and the scheduler")
+                   "stopped, not started or submitted) from the run folders, how their last "
+                   "training ended, and the scheduler")
     p.add_argument("--cancel", action="store_true", help="cancel the sweep's queued and running "
                    "SLURM tasks (runs keep their last.pt; the sweep command resumes them)")
     add_settings(p.add_argument_group("SLURM (refused without --executor slurm; each task "

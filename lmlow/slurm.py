@@ -339,11 +339,7 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
         code = proc.wait()
     finished = rundir.finished
     sweep = SweepDir(out)
-    sweep.check_own_folders()                 # made a link since the submission: not written through
-    sweep.outcome(run.folder).parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(sweep.outcome(run.folder), {
-        "job": job, "node": socket.gethostname(), "exit": code, "finished": finished,
-        "time": time.strftime("%Y-%m-%d %H:%M:%S")})
+    sweep.record_outcome(sweep.outcome(run.folder), job, code, finished)
     append_jsonl(sweep.history, {"run": run.folder, "job": job, "exit": code,
                                                 "finished": finished})
     if requeue and not finished and "SLURM_JOB_ID" in os.environ:

@@ -535,8 +535,9 @@ def _plan_row(row: dict, plan: Path) -> Run:
 
 
 def read_outcome(path: Path) -> dict | None:
-    """A SLURM task's outcome (``slurm/outcomes/RUN.json``), None if there is none; one line
-    naming the file if it is not what lmlow writes (a TypeError or KeyError in --status)."""
+    """A run's recorded ending (a SLURM task's, or the local executor's), None if there is
+    none; one line naming the file if it is not what lmlow writes (a TypeError or KeyError in
+    --status)."""
     if not path.exists():
         return None
     data = read_json(path)
@@ -627,6 +628,8 @@ def _ended(run: Run, proc, logf, sweep: SweepDir, per_job: int, log) -> int:
         code = ELSEWHERE
     if code == 0:
         code = _score_now(folder, per_job, log)
+    if code != ELSEWHERE:             # another process's training: not this run's ending
+        sweep.record_outcome(sweep.local_outcome(run.folder), "", code, folder.finished)
     state = {0: "done", ELSEWHERE: "running elsewhere", 130: "stopped (resumable)",
              143: "stopped (resumable)"}.get(code, "FAILED")
     tail = sweep.log_tail(run.folder, 1)
@@ -684,7 +687,7 @@ class Local:
 
     @staticmethod
     def status(out: Path) -> list[dict]:
-        return status(out, {})
+        return status(out, {}, unstarted="not started")
 
     @staticmethod
     def cancel(out: Path, log=print) -> int:
@@ -703,22 +706,32 @@ def require_plan(out: Path) -> list:
     return plan
 
 
-def status(out: Path, in_queue: dict) -> list[dict]:
+def status(out: Path, in_queue: dict, unstarted: str = "not submitted") -> list[dict]:
     """Every run of the sweep: finished, running (job, node), pending, failed (exit status,
-    the log's last lines), stopped (resumable) or not submitted; from the run folders and
-    ``in_queue`` (the scheduler's view: folder -> job, state, node, reason)."""
+    the log's last lines), stopped (resumable) or ``unstarted`` (not submitted to SLURM, not
+    started here); from the run folders, how their last training ended (a SLURM task's or the
+    local executor's) and ``in_queue`` (the scheduler's view: folder -> job, state, node,
+    reason)."""
     plan = require_plan(out)
-    return [_status_row(SweepDir(out), run.folder, in_queue) for run in plan]
+    return [_status_row(SweepDir(out), run.folder, in_queue, unstarted) for run in plan]
 
 
-def _status_row(sweep: SweepDir, folder: str, in_queue: dict) -> dict:
+def last_outcome(sweep: SweepDir, folder: str) -> dict | None:
+    """How a run's last training ended, the later of its SLURM task's and the local
+    executor's records (a sweep may have run both ways), None if neither exists."""
+    ended = [o for o in (read_outcome(sweep.outcome(folder)),
+                         read_outcome(sweep.local_outcome(folder))) if o]
+    return max(ended, key=lambda o: str(o.get("time", ""))) if ended else None
+
+
+def _status_row(sweep: SweepDir, folder: str, in_queue: dict, unstarted: str) -> dict:
     run = sweep.run(folder)
-    row = {"run": folder, "state": "not submitted", "job": "", "node": "", "progress": "",
+    row = {"run": folder, "state": unstarted, "job": "", "node": "", "progress": "",
            "detail": ""}
     metrics = run.metrics() if run.last.exists() or run.finished else []
     if metrics:
         row["progress"] = progress(metrics)
-    ended = read_outcome(sweep.outcome(folder))
+    ended = last_outcome(sweep, folder)
     if run.finished:
         ppl = run.summary().get("best_valid_ppl")
         row.update(state="finished", detail=f"best valid ppl {ppl:.2f}" if ppl else "")

@@ -89,7 +89,26 @@ class SweepDir:
         return self.slurm / self.JOBS
 
     def outcome(self, folder: str) -> Path:
+        """How a run's last SLURM task ended."""
         return self.slurm / self.OUTCOMES / f"{folder}.json"
+
+    def local_outcome(self, folder: str) -> Path:
+        """How a run's last training by the local executor ended, beside its log."""
+        return self.logs / f"{folder}.json"
+
+    def record_outcome(self, path: Path, job: str, code: int, finished: bool) -> None:
+        """Write how a run's training ended (``path``: :meth:`outcome` or
+        :meth:`local_outcome`): what `--status` shows of a failed run with its log's last
+        lines. Never through a link made since the sweep began."""
+        import socket
+        import time
+
+        from lmlow.files import atomic_write_json
+
+        self.check_own_folders()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, {"job": job, "node": socket.gethostname(), "exit": code,
+                                 "finished": finished, "time": time.strftime("%Y-%m-%d %H:%M:%S")})
 
     @property
     def history(self) -> Path:

@@ -300,7 +300,7 @@ def test_sigterm_to_a_sweep_stops_its_trainings_and_the_same_command_resumes(spe
     assert not (out / "untied-unigram.seed1").exists()                 # nothing new started
     status = lmlow("sweep", out, "--status").stdout     # where the run stands, from its metrics
     row = next(line for line in status.splitlines() if "standard.seed1" in line)
-    assert "| stopped" in row and "not submitted" in status, status
+    assert "| stopped" in row and "not started" in status, status
     if (first / "metrics.jsonl").exists():      # stopped after its first validation (or before)
         assert re.search(r"\| epoch [0-9]+, step [0-9]+; valid ppl [0-9.]+, best [0-9.]+ "
                          r"\(epoch [0-9]+\)", row), row

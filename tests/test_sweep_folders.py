@@ -263,3 +263,29 @@ def test_new_seeds_planned_with_other_settings_are_refused_not_mixed_into_a_row(
         assert (out / "sweep.json").read_bytes() == plan and not (out / "standard.seed2").exists()
     r = lmlow(*args, "--seeds", "2", "--max-steps", "4", "--dry-run")
     assert r.returncode == 0 and "standard.seed2" in r.stdout, r.stderr
+
+
+def test_a_local_runs_failure_is_its_status_and_a_run_never_started_says_so(speech_corpus,
+                                                                            tmp_path):
+    """`sweep --status` of a local sweep read a failed run as 'not submitted' (only a SLURM
+    task recorded how a run ended); the local executor records it too, so the row says
+    failed, the exit status and the log's last lines, and a run it never started is 'not
+    started'."""
+    (tmp_path / "bad.txt").write_text("these are not vectors\n")
+    (tmp_path / "g.toml").write_text(GRID + '[runs.pre]\ntie = false\ninit = ["glove"]\n')
+    out = tmp_path / "s"
+    r = lmlow("sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--out", out, "--preset",
+              "tiny", "--max-steps", "2", "--threads", "1", "--embeddings", tmp_path / "bad.txt")
+    assert r.returncode == 1 and "1 runs failed (pre.seed1" in r.stderr, r.stderr
+    status = lmlow("sweep", out, "--status")
+    assert status.returncode == 0, status.stderr
+    line = next(l for l in status.stdout.splitlines() if "pre.seed1" in l)
+    error = (out / "logs" / "pre.seed1.log").read_text().strip().splitlines()[-1]
+    assert "| failed" in line and "exit 1: " in line and error.strip() in line, (line, error)
+    assert "| finished" in next(l for l in status.stdout.splitlines() if "standard.seed1" in l)
+    shutil.rmtree(out / "standard.seed1")                 # as if never started
+    (out / "logs" / "standard.seed1.log").unlink()
+    (out / "logs" / "standard.seed1.json").unlink()
+    line = next(l for l in lmlow("sweep", out, "--status").stdout.splitlines()
+                if "standard.seed1" in l)
+    assert "| not started" in line, line
