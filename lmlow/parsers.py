@@ -325,8 +325,9 @@ def _report_parser(sub) -> None:
                        description="Write SWEEP_DIR/results.md, results.csv and results.json (one "
                        "row per configuration: its embedding roles, parameters, valid/test "
                        "perplexity of the best checkpoints as mean and sd over seeds, tokens/s, "
-                       "minutes; worst first, as in the paper's Table 1) and curves.png (the "
-                       "validation curves of all runs).")
+                       "minutes; worst first, as in the paper's Table 1, with a warning where rows are "
+                       "over different tokens) and curves.png (the validation curves of all "
+                       "runs).")
     p.add_argument("sweep_dir", type=Path, help="sweep folder")
     p.add_argument("--baseline", type=Path, action="append", default=None,
                    help="a run folder (e.g. `lmlow ngram` output) added as a row; give it once per "

@@ -323,6 +323,24 @@ def _measured_over(row: dict) -> tuple[set, set]:
             {RunDir(r).vocabulary_digest() for r in runs} - {None})
 
 
+def mixed_tokens(rows: list[dict]) -> str | None:
+    """A warning when the configuration rows were measured over different tokens (another
+    vocabulary or validation text: another K, data size, word list or corpus): the table ranks
+    them worst first, but a perplexity over a smaller vocabulary is lower for that alone, so
+    they rank only among rows of the same tokens (which `--paired` alone compares)."""
+    groups: dict[tuple, list[str]] = {}
+    for row in rows:
+        tokens, words = _measured_over(row)
+        groups.setdefault((frozenset(tokens), frozenset(words)), []).append(row["configuration"])
+    if len(groups) < 2:
+        return None
+    named = "; ".join(g[0] + (f" and {len(g) - 1} more" if len(g) > 1 else "")
+                      for g in groups.values())
+    return (f"the rows are measured over {len(groups)} different sets of tokens (another "
+            f"vocabulary or validation text: {named}): a perplexity ranks only among rows of "
+            "its own set")
+
+
 def add_paired(rows: list[dict], ref: str) -> str:
     """Every configuration of the sweep against ``ref`` (in a grid of groups, ``ref`` of its
     own group), seed by seed (lmlow.paired): each row gets a ``paired`` entry (for
@@ -461,6 +479,7 @@ def _table(sweep_dir: Path, baselines: list[Path], paired: str | None,
     section = add_paired(rows, paired) + add_paired_bins(rows) if paired else ""
     extra = [baseline_row(b, maps) for b in baselines]
     foreign = foreign_baselines(rows, baselines)
+    other_tokens = mixed_tokens(rows)
     rows += extra
     columns = COLUMNS + (["scored with"] if any(maps) else [])
     table = [[r.get(c, "") for c in columns] for r in rows]
@@ -468,7 +487,7 @@ def _table(sweep_dir: Path, baselines: list[Path], paired: str | None,
     partial = (f"\n\n**Partial: {planned - len(missing)} of {planned} planned runs finished**; "
                f"not yet: {', '.join(missing)}." if missing else "")
     warnings = [w for w in (mixed_settings(rows), mixed_precision(rows), mixed_vectors(rows),
-                            foreign) if w]
+                            other_tokens, foreign) if w]
     partial += "".join(f"\n\n**Warning: {w}.**" for w in warnings)
     if any(maps):
         partial += ("\n\n*scored with*: the configurations that "

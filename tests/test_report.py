@@ -85,6 +85,21 @@ def test_report_wait_makes_its_table_after_the_wait(tmp_path, monkeypatch):
     assert rows_of(six)["standard"]["seeds"] == 3
 
 
+def test_a_table_whose_rows_are_over_different_tokens_is_warned_of(tmp_path):
+    """Table 3's grid of K ranked rows over three vocabularies worst first with nothing said
+    (a smaller vocabulary's perplexity is lower for that alone); only `--paired` knew. The
+    report warns once, naming a row of each set; the six (one vocabulary) are not warned of."""
+    unk = copy(EXPERIMENTS / "unk" / "sweep", tmp_path / "unk")
+    r = lmlow("report", unk)
+    said = "the rows are measured over 3 different sets of tokens (another vocabulary or validation text: "
+    assert r.returncode == 0 and r.stderr.count("warning") == 1 and said in r.stderr, r.stderr
+    assert "ranks only among rows of its own set" in r.stderr
+    assert f"**Warning: {said}" in (unk / "results.md").read_text()
+    six = copy(EXPERIMENTS / "six" / "sweep", tmp_path / "six")
+    r = lmlow("report", six)
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
 def test_a_run_given_as_baseline_is_scored_with_the_tables_maps(tmp_path):
     """With --map-unseen-outputs the table's rows are scored with the map; a finished LSTM run
     given as --baseline was scored as trained beside them, with nothing said."""
