@@ -717,11 +717,10 @@ def status(out: Path, in_queue: dict, unstarted: str = "not submitted") -> list[
 
 
 def last_outcome(sweep: SweepDir, folder: str) -> dict | None:
-    """How a run's last training ended, the later of its SLURM task's and the local
-    executor's records (a sweep may have run both ways), None if neither exists."""
-    ended = [o for o in (read_outcome(sweep.outcome(folder)),
-                         read_outcome(sweep.local_outcome(folder))) if o]
-    return max(ended, key=lambda o: str(o.get("time", ""))) if ended else None
+    """How a run's last training ended: the record written last of its SLURM task's and the
+    local executor's (a sweep may have run both ways), None if neither exists."""
+    written = [p for p in (sweep.outcome(folder), sweep.local_outcome(folder)) if p.exists()]
+    return read_outcome(max(written, key=lambda p: p.stat().st_mtime_ns)) if written else None
 
 
 def _status_row(sweep: SweepDir, folder: str, in_queue: dict, unstarted: str) -> dict:
