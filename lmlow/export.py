@@ -81,6 +81,9 @@ class TransformerStep(nn.Module):
 
         super().__init__()
         model = copy.deepcopy(model).float().cpu().eval()
+        # no parameter wants a gradient: stepped without torch.no_grad() (a keyboard's loop),
+        # each step's graph hung off the memory handed to the next, and memory grew without end
+        model.requires_grad_(False)
         with torch.no_grad():
             model.decoder.bias.mul_(bias_scale)        # the run's lambda, as LSTMStep's
         self.encoder, self.project_in, self.blocks = model.encoder, model.project_in, model.blocks

@@ -10,10 +10,11 @@ import torch
 from conftest import lmlow
 
 
-def _exported_logprobs(path, lines):
+def _exported_logprobs(path, lines, grad=False):
     """Each line's per-token ln p from the file alone, all lines side by side as a recogniser
     steps its hypotheses: a fresh state, <eos> first, then the words (out of vocabulary:
-    <unk>; a line that has ended is fed <eos> and its numbers ignored)."""
+    <unk>; a line that has ended is fed <eos> and its numbers ignored). ``grad``: stepped
+    outside torch.no_grad(), checking that no output wants a gradient."""
     extra = {"vocabulary.txt": "", "lmlow.json": ""}
     step = torch.export.load(str(path), extra_files=extra).module()
     words, info = extra["vocabulary.txt"].split("\n"), json.loads(extra["lmlow.json"])
@@ -30,8 +31,11 @@ def _exported_logprobs(path, lines):
     out = [[] for _ in lines]
     for t in range(max(map(len, ids)) - 1):
         now = torch.tensor([line[min(t, len(line) - 1)] for line in ids])
-        with torch.no_grad():
+        with torch.set_grad_enabled(grad):
             lp, *state = step(now, *state)
+        if grad:
+            flat = [lp, *(t for part in state for t in (part if isinstance(part, list) else [part]))]
+            assert not any(t.requires_grad for t in flat)
         for i, line in enumerate(ids):
             if t + 1 < len(line):
                 out[i].append(lp[i, line[t + 1]].item())
@@ -62,6 +66,10 @@ def test_the_exported_step_scores_as_lmlow_score(speech_corpus, vectors, tmp_pat
     assert max(map(len, scored)) > info.get("context", 0)
     for a, b in zip(exported, scored, strict=True):
         assert a == pytest.approx(b, rel=1e-5, abs=2e-5)   # score rounds to 1e-6
+    # stepped without torch.no_grad(), as a loop in an app is: nothing keeps a graph (the
+    # Transformer's did, through its memory, so a long loop's memory grew without end)
+    _, _, first = _exported_logprobs(pt2, lines[:1], grad=True)
+    assert first
     assert lmlow("export", run, "--out", pt2).stderr.endswith("exists; pass --force to overwrite it\n")
 
 
