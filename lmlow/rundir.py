@@ -309,8 +309,12 @@ class RunDir:
         return data
 
     def default_checkpoint(self) -> str:
-        """``best``, or ``last`` for a run stopped before its first validation."""
-        return "last" if not self.best.exists() and self.last.exists() else "best"
+        """``best``, or ``last`` for a run stopped before its first validation (no best yet).
+        A run that validated has a best even when ``best.pt`` is gone: its last state, taken
+        silently instead, was scored (and cached) under the best's name."""
+        if self.best.exists() or not self.last.exists() or self.metrics():
+            return "best"
+        return "last"
 
     # what the readers of metrics.jsonl use as numbers (null: a NaN or infinity lmlow wrote)
     METRIC_NUMBERS = ("epoch", "step", "train_loss", "train_ppl", "valid_loss", "valid_ppl",

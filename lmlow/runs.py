@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lmlow.checkpoint import fast_matmuls, load_model
-from lmlow.config import bool_value, check_values, path_value, setting
+from lmlow.config import Config, bool_value, check_values, in_range, path_value, setting
 from lmlow.data.corpus import SPLITS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
@@ -21,13 +21,14 @@ from lmlow.evaluate import (LineReader, Scorer, log_probs, lstm_logprobs, mix_lo
                             tune_weight)
 from lmlow.files import atomic_write_json, read_json, to_json
 from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP, MappedInputs, map_unseen
-from lmlow.rundir import LSTM, NGRAM, RunDir, evaluation_name
+from lmlow.rundir import CHECKPOINTS, LSTM, NGRAM, RunDir, evaluation_name
 
 
 class LSTMRun(Scorer):
     """A trained (or initialised) AWD-LSTM run. LSTM-only options: the checkpoint, the device,
-    the evaluation batch size (default: the run's; results do not depend on it beyond float
-    rounding), the output-bias scale lambda of Kobayashi et al. (1: the trained model) and
+    the evaluation batch size (default: the run's; each batch column is warmed up over the
+    128 or more tokens before it, so another size gives nearly, not exactly, the same numbers;
+    1 reads the text in one unbroken pass), the output-bias scale lambda of Kobayashi et al. (1: the trained model) and
     ``map_unseen_inputs``/``map_unseen_outputs`` (lmlow.input_map; what each did:
     ``mapped_inputs``/``mapped_outputs``)."""
 
@@ -39,7 +40,11 @@ class LSTMRun(Scorer):
         self.run = RunDir(run_dir).require(LSTM)
         self.run_dir = self.run.path
         self.checkpoint = checkpoint or self.run.default_checkpoint()
-        self.config, self.vocab, self.model = load_model(self.run.checkpoint(self.checkpoint), device)
+        path = self.run.checkpoint(self.checkpoint)
+        if checkpoint is None and not path.exists() and self.run.last.exists():
+            raise LmlowError(f"{path}: missing, though the run validated (metrics.jsonl); "
+                             "--checkpoint last scores its last state")
+        self.config, self.vocab, self.model = load_model(path, device)
         if self.run.vocab.exists() and Vocabulary.load(self.run.vocab).words != self.vocab.words:
             raise LmlowError(f"{self.run.vocab} does not match the vocabulary of "
                              f"{self.checkpoint}.pt")
@@ -182,6 +187,7 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
     ``bias_scale``, ``map_unseen_inputs``, ``map_unseen_outputs``) apply to LSTM runs; an
     n-gram run refuses a checkpoint or LSTM option."""
     run = RunDir(path_value(run_dir, "lmlow.load", "run_dir")).require()
+    _check_load_options(checkpoint, device, lstm_options)
     if run.kind == NGRAM:
         from lmlow.ngram_run import NgramRun
 
@@ -192,6 +198,35 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
                              "LSTM runs only")
         return NgramRun(run.path)
     return LSTMRun(run.path, checkpoint, device, **lstm_options)
+
+
+LOAD_OPTIONS = ("batch_size", "bias_scale", "map_unseen_inputs", "map_unseen_outputs")
+
+
+def _check_load_options(checkpoint, device, options: dict) -> None:
+    """:func:`load`'s keywords, each checked as its flag is: a NaN bias scale scored every
+    word NaN, a float batch size or an unknown keyword was a TypeError deep inside."""
+    from lmlow.generate import Sampling
+
+    where = "lmlow.load"
+    unknown = [k for k in options if k not in LOAD_OPTIONS]
+    if unknown:
+        raise LmlowError(f"{where}: unknown keyword {unknown[0]!r} (it takes checkpoint, "
+                         f"device, {', '.join(LOAD_OPTIONS)})")
+    if checkpoint is not None and checkpoint not in CHECKPOINTS:
+        raise LmlowError(f"{where}: checkpoint = {checkpoint!r}: expected "
+                         f"{' or '.join(map(repr, CHECKPOINTS))}")
+    if device not in Config.CHOICES["device"]:
+        raise LmlowError(f"{where}: device = {device!r}: expected one of "
+                         f"{', '.join(map(repr, Config.CHOICES['device']))}")
+    batch = options.get("batch_size")
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        raise LmlowError(f"{where}: batch_size = {batch!r}: expected an integer >= 1")
+    scale, scales = options.get("bias_scale", 1.0), Sampling.RANGES["bias_scale"]
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not in_range(scale, scales):
+        raise LmlowError(f"{where}: bias_scale = {scale!r}: expected a number in {scales}")
+    for key in ("map_unseen_inputs", "map_unseen_outputs"):
+        bool_value(options.get(key, False), where, key)
 
 
 def evaluation_record(ev, mapped: MappedInputs | None = None,
@@ -296,7 +331,9 @@ class EvalOptions(ModelOptions):
     reset_lines: bool = setting(False, "start every line from a fresh state, as an n-gram "
                                 "model does", switch=True)
     batch_size: int | None = setting(None, "LSTM runs: evaluation batch size (none: the "
-                                     "run's; results agree to float rounding)", metavar="N")
+                                     "run's, which its validations used; another size agrees "
+                                     "closely, not exactly: each column is warmed up over 128+ "
+                                     "tokens; 1: one unbroken pass)", metavar="N")
     RANGES: typing.ClassVar[dict] = {**ModelOptions.RANGES, "batch_size": "[1, inf)"}
     CHOICES: typing.ClassVar[dict] = {"split": SPLITS}
 

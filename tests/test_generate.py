@@ -1,5 +1,6 @@
 """Sampling with a scaled output bias, and Kobayashi et al.'s bias sweep."""
 import json
+import re
 
 import pytest
 from conftest import cli
@@ -120,12 +121,45 @@ def test_a_run_stopped_before_its_first_validation_is_swept_and_analysed_from_la
     out = tmp_path / "early"
     assert main(["train", str(speech_corpus), "--out", str(out), "--preset", "tiny",
                  "--max-steps", "3", "--max-epochs", "1", "--quiet"]) == 0
-    (out / "best.pt").unlink()                 # as a run killed before its first validation
+    for name in ("best.pt", "metrics.jsonl", "summary.json"):   # killed before validating
+        (out / name).unlink()
     r = bias_sweep(out, lambdas=[1], samples=2, words=5, out=tmp_path / "b")
     assert r["checkpoint"] == "last" and r["rows"][0]["ppl"] > 0
     from lmlow.analysis import analyze
     a = analyze(out, tmp_path / "a", tokens=500)
     assert a["checkpoint"] == "last"
+
+
+def test_a_run_that_validated_and_lost_best_pt_is_not_scored_from_last_silently(
+        speech_corpus, tmp_path, capsys):
+    """best.pt gone from a run that validated: eval (and score, predict, generate, export)
+    scored last.pt instead without a word, and the report's cache kept its numbers under
+    the best's name. It is one line naming the file and the flag that takes the last state."""
+    from conftest import cli
+    out = tmp_path / "lost"
+    assert main(["train", str(speech_corpus), "--out", str(out), "--preset", "tiny",
+                 "--max-steps", "3", "--max-epochs", "1", "--quiet"]) == 0
+    (out / "best.pt").unlink()
+    code, _, err = cli("eval", str(out), capsys=capsys)
+    assert code == 1 and err.count("\n") == 1
+    assert "best.pt: missing, though the run validated" in err and "--checkpoint last" in err
+    assert cli("eval", str(out), "--checkpoint", "last", capsys=capsys)[0] == 0
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"bias_scale": float("nan")}, "bias_scale = nan: expected a number in [-10, 10]"),
+    ({"bias_scale": "x"}, "bias_scale = 'x': expected a number"),
+    ({"batch_size": 2.5}, "batch_size = 2.5: expected an integer >= 1"),
+    ({"batch_size": True}, "batch_size = True: expected an integer >= 1"),
+    ({"checkpoint": "final"}, "checkpoint = 'final': expected 'best' or 'last'"),
+    ({"device": "gpu"}, "device = 'gpu': expected one of"),
+    ({"foo": 1}, "unknown keyword 'foo'"),
+])
+def test_load_checks_its_keywords_as_the_flags_are_checked(run, options, message):
+    """lmlow.load(RUN, bias_scale=nan) scored every word NaN; a float batch size or an unknown
+    keyword was a TypeError from deep inside. Each is one line naming the keyword."""
+    with pytest.raises(LmlowError, match="^lmlow.load: " + re.escape(message)):
+        load(run, **options)
 
 
 def test_no_unk(run):
