@@ -223,10 +223,35 @@ class Scorer(ABC):
 
     def words(self, text: str | list[str], raw: bool = False) -> list[str]:
         """A line's words as this model reads them: split on spaces as given, or with ``raw``
-        tokenised and normalised as the corpus was (:meth:`tokenise`)."""
+        tokenised and normalised as the corpus was (:meth:`tokenise`). A literal ``<eos>`` is
+        refused, as in a file: a line ends implicitly (``score("a <eos> b")`` read ``b`` as
+        a new line)."""
         if not raw:
-            return line_words(text)
-        return next(iter(self.tokenise([text if isinstance(text, str) else " ".join(text)])))
+            words = line_words(text)
+        else:
+            words = next(iter(self.tokenise([text if isinstance(text, str) else " ".join(text)])))
+        if EOS in words:
+            raise LmlowError(f"{' '.join(words)!r:.60}: contains the reserved token {EOS}; "
+                             "lines end implicitly, remove it")
+        return words
+
+    def typed(self, text: str | list[str], raw: bool = False) -> tuple[list[str], str]:
+        """(the context's words, the word being typed) of what has been typed so far: its last
+        word is the prefix. Raw text is split at its last space first, the prefix then read
+        as the corpus reads a word (lowercased, a number as its class): a tokeniser's rules
+        for whole text no longer moved it back onto a finished word (``the function returns
+        (`` completed ``returns``, the ``(`` stripped). A raw text ending in a space, or
+        whose last piece normalises to nothing, is typing a new word: the prefix is empty."""
+        if not raw:
+            words = self.words(text)
+            return (words[:-1], words[-1]) if words else ([], "")
+        text = text if isinstance(text, str) else " ".join(text)
+        head, last = text, ""
+        if text.strip() and not text[-1].isspace():
+            *before, last = text.rsplit(None, 1)
+            head = before[0] if before else ""
+        pieces = self.words(last, raw=True) if last else []
+        return self.words(head, raw=True) + pieces[:-1], (pieces[-1] if pieces else "")
 
     def context_ids(self, context: str | list[str]) -> list[int]:
         """The ids of a context's words (:func:`context_words`)."""
@@ -239,7 +264,10 @@ class Scorer(ABC):
         recogniser's next-word list): (word, natural-log probability), most probable first,
         ties in vocabulary order; ``<unk>`` is left out unless ``include_unk``; ``raw``: as
         :meth:`next_logprobs`; ``prefix``: only the words that begin with it (the word being
-        typed: ``run.next_words("the stock", prefix="mar")``)."""
+        typed: ``run.next_words("the stock", prefix="mar")``; with ``raw`` read as the corpus
+        reads a word, as ``lmlow predict --raw --partial`` reads it)."""
+        if raw and prefix:
+            prefix = self.typed(prefix, raw=True)[1]
         return top_words(self.vocab, self.next_logprobs(context, raw), top, include_unk, prefix)
 
     def preparation(self) -> dict:

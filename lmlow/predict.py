@@ -58,12 +58,10 @@ def predictions(scorer, items: Iterable[tuple[int | None, str | None, list[str] 
     begins with one asked before is read on from there (:class:`ContextReaders`)."""
     readers = ContextReaders(scorer)
     for line, key, context in items:
-        words, prefix = scorer.words(context, raw), ""
-        if partial:
-            if not words:
-                where = f" on line {line}" if line is not None else ""
-                raise LmlowError(f"--partial: the context{where} has no word being typed")
-            words, prefix = words[:-1], words[-1]
+        words, prefix = scorer.typed(context, raw) if partial else (scorer.words(context, raw), "")
+        if partial and not (words or prefix or raw and context.strip()):
+            where = f" on line {line}" if line is not None else ""
+            raise LmlowError(f"--partial: the context{where} has no word being typed")
         record = ({"line": line} if line is not None else {}) | \
             ({"id": key} if key is not None else {})
         record |= {"context": words, "oov": [w not in scorer.vocab for w in words],

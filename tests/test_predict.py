@@ -524,6 +524,28 @@ def test_raw_text_is_read_as_prepare_made_the_corpus(runs, speech_corpus, tmp_pa
     assert r.returncode == 0 and r.stdout.startswith("the officers "), r.stderr
 
 
+def test_the_word_being_typed_is_the_raw_texts_last_piece_read_as_the_corpus_reads(runs):
+    """`predict --raw --partial`: the prefix was the last token of the whole text, so a last
+    piece the corpus's normalisation drops (`(` under --strip-punct) made the finished word
+    before it the prefix; from Python, `next_words(..., prefix="Uni", raw=True)` took the
+    prefix as given, not lowercased as the corpus was, and listed nothing. A literal <eos>
+    in a sentence to score split it into two lines; it is refused, as in a file."""
+    lstm, _ = runs
+    run = load(lstm)
+    ask = lambda *words: json.loads(lmlow("predict", lstm, *words, "--raw", "--partial",
+                                          "--json", "--top", "3", check=True).stdout)
+    dropped = ask("The", "United", "(")
+    assert dropped["context"] == ["the", "united"] and dropped["prefix"] == ""
+    assert [n["word"] for n in dropped["next"]] == [w for w, _ in run.next_words("the united", 3)]
+    typing = ask("The", "Uni")
+    assert typing["context"] == ["the"] and typing["prefix"] == "uni"
+    assert run.next_words("The", 3, raw=True, prefix="Uni") == \
+        run.next_words("the", 3, prefix="uni") != []
+    assert run.typed("The United ", raw=True) == (["the", "united"], "")   # a new word begun
+    with pytest.raises(LmlowError, match="contains the reserved token <eos>"):
+        run.score("the <eos> people")
+
+
 def test_raw_text_needs_the_runs_record_and_one_tokenisation(runs, speech_corpus, tmp_path):
     """A run keeps its corpus's record (data.json, the n-gram's config.json) when the corpus
     moves without it (a resume from the moved corpus) and `lmlow unk` passes it on; two runs
