@@ -25,6 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from lmlow.config import bool_value, path_value
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_path, refuse_overwrite
 from lmlow.model import AWDLSTM
@@ -134,7 +135,8 @@ def export(run, out: Path, force: bool = False) -> dict:
     line."""
     import torch.export
 
-    out = Path(out)
+    out = path_value(out, "lmlow.export", "out")     # export(run, 123): one line, no TypeError
+    bool_value(force, "lmlow.export", "force")
     if hasattr(run, "a") and hasattr(run, "b"):      # lmlow.interpolate's mixture (runs.py)
         raise LmlowError("a mixture of two runs is not one model file: export the LSTM run, "
                          "and use the n-gram run's model.bin beside it")

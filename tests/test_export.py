@@ -105,5 +105,9 @@ def test_an_opened_runs_bias_scale_is_exported_a_tied_matrix_once_and_a_mixture_
     trained = [lp for _, lp, _ in load(run).score(line)]
     assert exported[0] == pytest.approx(scaled, rel=1e-5, abs=2e-5)
     assert exported[0] != pytest.approx(trained, rel=1e-3)
+    for bad, message in ((123, "out = 123: expected text or a path"),
+                         (None, "out = None: expected text or a path")):
+        with pytest.raises(LmlowError, match=f"^lmlow.export: {message}"):
+            export(opened, bad)
     with pytest.raises(LmlowError, match="a mixture of two runs"):
         export(InterpolatedRun(load(run), load(run), 0.5), tmp_path / "mix.pt2")
