@@ -188,6 +188,7 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
     n-gram run refuses a checkpoint or LSTM option."""
     run = RunDir(path_value(run_dir, "lmlow.load", "run_dir")).require()
     _check_load_options(checkpoint, device, lstm_options)
+    lstm_options = {k: v for k, v in lstm_options.items() if v is not None}   # not given
     if run.kind == NGRAM:
         from lmlow.ngram_run import NgramRun
 
@@ -219,14 +220,16 @@ def _check_load_options(checkpoint, device, options: dict) -> None:
     if device not in Config.CHOICES["device"]:
         raise LmlowError(f"{where}: device = {device!r}: expected one of "
                          f"{', '.join(map(repr, Config.CHOICES['device']))}")
-    batch = options.get("batch_size")
+    batch = options.get("batch_size")          # None, here and below: not given
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
         raise LmlowError(f"{where}: batch_size = {batch!r}: expected an integer >= 1")
-    scale, scales = options.get("bias_scale", 1.0), Sampling.RANGES["bias_scale"]
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not in_range(scale, scales):
+    scale, scales = options.get("bias_scale"), Sampling.RANGES["bias_scale"]
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                              or not in_range(scale, scales)):
         raise LmlowError(f"{where}: bias_scale = {scale!r}: expected a number in {scales}")
     for key in ("map_unseen_inputs", "map_unseen_outputs"):
-        bool_value(options.get(key, False), where, key)
+        if options.get(key) is not None:
+            bool_value(options[key], where, key)
 
 
 def evaluation_record(ev, mapped: MappedInputs | None = None,
