@@ -205,7 +205,11 @@ class Scorer(ABC):
         """(word, natural-log probability, out of vocabulary) for each word and ``<eos>``,
         from a fresh state, like KenLM's ``full_scores``; ``raw``: ``sentence`` is raw text,
         read through :meth:`tokenise`."""
-        words = self.words(sentence, raw) + [EOS]
+        words = self.words(sentence, raw)
+        if EOS in words:          # as in a file: score("a <eos> b") read b as a new line
+            raise LmlowError(f"{' '.join(words)!r:.60}: contains the reserved token {EOS}; "
+                             "lines end implicitly, remove it")
+        words.append(EOS)
         ids = np.array(self.vocab.encode(words), dtype=np.int64)
         lp = self.token_logprobs(ids, reset_lines=True)
         return [(w, float(p), w not in self.vocab) for w, p in zip(words, lp)]
@@ -223,17 +227,10 @@ class Scorer(ABC):
 
     def words(self, text: str | list[str], raw: bool = False) -> list[str]:
         """A line's words as this model reads them: split on spaces as given, or with ``raw``
-        tokenised and normalised as the corpus was (:meth:`tokenise`). A literal ``<eos>`` is
-        refused, as in a file: a line ends implicitly (``score("a <eos> b")`` read ``b`` as
-        a new line)."""
+        tokenised and normalised as the corpus was (:meth:`tokenise`)."""
         if not raw:
-            words = line_words(text)
-        else:
-            words = next(iter(self.tokenise([text if isinstance(text, str) else " ".join(text)])))
-        if EOS in words:
-            raise LmlowError(f"{' '.join(words)!r:.60}: contains the reserved token {EOS}; "
-                             "lines end implicitly, remove it")
-        return words
+            return line_words(text)
+        return next(iter(self.tokenise([text if isinstance(text, str) else " ".join(text)])))
 
     def typed(self, text: str | list[str], raw: bool = False) -> tuple[list[str], str]:
         """(the context's words, the word being typed) of what has been typed so far: its last

@@ -30,6 +30,7 @@ import numpy as np
 from lmlow.config import SEED_RANGE, check_settings, check_values, in_range, setting
 from lmlow.errors import LmlowError
 from lmlow.evaluate import exp_loss
+from lmlow.runs import BIAS_SCALES
 
 
 TEMPERATURES = "[0.01, 100]"    # besides 0 (greedy); beyond, logits overflow in fp32
@@ -50,7 +51,7 @@ class Sampling:
                                 metavar="LAMBDA")
     no_unk: bool = setting(False, "never sample <unk>", switch=True)
     RANGES: typing.ClassVar[dict] = {"top_k": "[0, inf)", "top_p": "(0, 1]",
-                                     "bias_scale": "[-10, 10]"}
+                                     "bias_scale": BIAS_SCALES}
 
     def validate(self) -> "Sampling":
         """Beyond the ranges the logits overflow to inf/NaN in fp32 (a temperature of 1e-300,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lmlow.checkpoint import fast_matmuls, load_model
-from lmlow.config import Config, bool_value, check_values, in_range, path_value, setting
+from lmlow.config import bool_value, check_values, in_range, path_value, setting
 from lmlow.data.corpus import SPLITS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
@@ -202,13 +202,12 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
 
 
 LOAD_OPTIONS = ("batch_size", "bias_scale", "map_unseen_inputs", "map_unseen_outputs")
+BIAS_SCALES = "[-10, 10]"      # Kobayashi et al.'s lambda: generate's --bias-scale takes these
 
 
 def _check_load_options(checkpoint, device, options: dict) -> None:
     """:func:`load`'s keywords, each checked as its flag is: a NaN bias scale scored every
     word NaN, a float batch size or an unknown keyword was a TypeError deep inside."""
-    from lmlow.generate import Sampling
-
     where = "lmlow.load"
     unknown = [k for k in options if k not in LOAD_OPTIONS]
     if unknown:
@@ -217,13 +216,10 @@ def _check_load_options(checkpoint, device, options: dict) -> None:
     if checkpoint is not None and checkpoint not in CHECKPOINTS:
         raise LmlowError(f"{where}: checkpoint = {checkpoint!r}: expected "
                          f"{' or '.join(map(repr, CHECKPOINTS))}")
-    if device not in Config.CHOICES["device"]:
-        raise LmlowError(f"{where}: device = {device!r}: expected one of "
-                         f"{', '.join(map(repr, Config.CHOICES['device']))}")
     batch = options.get("batch_size")          # None, here and below: not given
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
         raise LmlowError(f"{where}: batch_size = {batch!r}: expected an integer >= 1")
-    scale, scales = options.get("bias_scale"), Sampling.RANGES["bias_scale"]
+    scale, scales = options.get("bias_scale"), BIAS_SCALES
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
                               or not in_range(scale, scales)):
         raise LmlowError(f"{where}: bias_scale = {scale!r}: expected a number in {scales}")

@@ -36,7 +36,9 @@ def test_table1_has_exactly_the_papers_twenty_configurations():
     embeddings="x", **c).describe())
 def test_every_table1_configuration_freezes_and_trains_what_it_says(combo, speech_corpus,
                                                                    vectors, tmp_path):
-    cfg = tiny(speech_corpus, embeddings=str(vectors), max_steps=3, dropoute=0.0, **combo)
+    reads = Config(embeddings="x", **combo).reads_vectors      # (a random one may not name them)
+    cfg = tiny(speech_corpus, embeddings=str(vectors) if reads else None, max_steps=3,
+               dropoute=0.0, **combo)
     t = Trainer(cfg, tmp_path / "run", quiet=True)
     m = t.model
     assert (m.decoder.weight is m.encoder.weight) == cfg.tie
