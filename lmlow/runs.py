@@ -187,7 +187,7 @@ def load(run_dir: Path, checkpoint: str | None = None, device: str = "auto", **l
     ``bias_scale``, ``map_unseen_inputs``, ``map_unseen_outputs``) apply to LSTM runs; an
     n-gram run refuses a checkpoint or LSTM option."""
     run = RunDir(path_value(run_dir, "lmlow.load", "run_dir")).require()
-    _check_load_options(checkpoint, device, lstm_options)
+    _check_load_options(checkpoint, lstm_options)
     lstm_options = {k: v for k, v in lstm_options.items() if v is not None}   # not given
     if run.kind == NGRAM:
         from lmlow.ngram_run import NgramRun
@@ -205,7 +205,7 @@ LOAD_OPTIONS = ("batch_size", "bias_scale", "map_unseen_inputs", "map_unseen_out
 BIAS_SCALES = "[-10, 10]"      # Kobayashi et al.'s lambda: generate's --bias-scale takes these
 
 
-def _check_load_options(checkpoint, device, options: dict) -> None:
+def _check_load_options(checkpoint, options: dict) -> None:
     """:func:`load`'s keywords, each checked as its flag is: a NaN bias scale scored every
     word NaN, a float batch size or an unknown keyword was a TypeError deep inside."""
     where = "lmlow.load"
