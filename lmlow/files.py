@@ -201,6 +201,21 @@ def _create_empty(tmp: Path, path: Path) -> int:
 NAME_MAX = 255          # bytes in one file name on Linux's file systems
 
 
+def open_fresh(path: Path, mode: str = "wb"):
+    """Open ``path`` for writing as a new, empty regular file: for a scratch file lmlow names
+    itself in a folder it may not have made, where a link planted under that name would
+    otherwise be written through (it is removed first)."""
+    return os.fdopen(_create_empty(path, path), mode)
+
+
+def make_fresh(path: Path) -> Path:
+    """``path`` made anew as an empty regular file for an external program to write into
+    (lmplz's ARPA, build_binary's model): the program opens what lmlow made, not a link
+    planted under the name (removed first)."""
+    os.close(_create_empty(path, path))
+    return path
+
+
 def _claim(fd: int, tmp: Path, path: Path) -> None:
     """Lock our temporary ``tmp`` (open as ``fd``), then refuse if another live command holds
     the temporary of the same ``path``. Locking first and looking second means two commands

@@ -37,7 +37,7 @@ from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.external import find_program, run_program
-from lmlow.files import atomic_path, atomic_write_json, temporary_path
+from lmlow.files import atomic_path, atomic_write_json, make_fresh, temporary_path
 from lmlow.ngram_run import PLACEHOLDER, RESERVED, NgramConfig, unseen_words
 from lmlow.rundir import NGRAM, RunDir
 
@@ -158,6 +158,8 @@ def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, or
     start = time.time()
     try:
         write_training_text(vocab, train_ids, text)
+        make_fresh(raw_arpa)            # --force on a folder lmlow did not make: no planted
+        make_fresh(binary_file)         # link under these names is written through
         cmd = [lmplz, "-o", str(order), "-S", memory, "-T", str(run.lmplz_work),
                "--text", str(text), "--arpa", str(raw_arpa)]
         if prune:

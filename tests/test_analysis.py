@@ -190,6 +190,20 @@ def test_analyze_an_initialised_unigram_model(runs, tmp_path):
         "prediction_vs_frequency.png"}
 
 
+def test_analyze_refuses_a_split_part_without_a_word_seen_in_training(runs, speech_corpus,
+                                                                      tmp_path):
+    """The frequency bins need scored words with a training count: a part of the split
+    holding none (only words training lacks) was a numpy traceback (min of an empty array)."""
+    import shutil
+    corpus = tmp_path / "corpus"
+    shutil.copytree(speech_corpus, corpus)
+    valid = corpus / "valid.txt"
+    valid.write_text("qqqxx rrrzz " + valid.read_text(), encoding="utf-8")
+    with pytest.raises(LmlowError, match="none of the 2 tokens scored is a word seen in training"):
+        analysis.analyze(runs / "unigram", out=tmp_path / "a", corpus=corpus, tokens=2)
+    assert not (tmp_path / "a").exists()
+
+
 def test_cli_analyze(runs, capsys):
     assert main(["analyze", str(runs / "unigram"), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -220,7 +234,7 @@ def test_compare_by_hand(tmp_path):
     assert a["ALC (all updates)"] == pytest.approx((100 * 5.5 + 100 * 4.5) / 200)
     assert a["ALC (wall time)"] == pytest.approx((10 * 5.5 + 20 * 4.5) / 30)
     assert a["final valid ppl"] == pytest.approx(math.exp(4)) and a["updates"] == 200
-    assert math.isnan(b["ALC@N"])                      # b stopped at update 100
+    assert b["ALC@N"] is None                          # b stopped at update 100: empty
     assert b["ALC (all updates)"] == pytest.approx((9 + 4.5) / 2)   # the last row of a step counts
     assert (a["label"], b["label"]) == ("a", "b")
     # two sweeps' runs of one configuration: told apart in the plots by their parents
@@ -231,6 +245,13 @@ def test_compare_by_hand(tmp_path):
     assert [r["label"] for r in rows] == ["adam/standard.seed1", "sgd/standard.seed1"]
     with pytest.raises(LmlowError, match="given twice"):
         analysis.compare([tmp_path / "a", tmp_path / "b" / ".." / "a"])
+    # the best a checkpoint can hold: not update 0's validation of the untrained model
+    # (--track-frequency adds it), even where it is the lowest
+    write_metrics(tmp_path / "early", [(0, 0, 3.0), (100, 10, 5.0), (200, 20, 4.5)])
+    write_metrics(tmp_path / "untrained", [(0, 0, 3.0)])
+    early, untrained = analysis.compare([tmp_path / "early", tmp_path / "untrained"])
+    assert early["best valid ppl"] == pytest.approx(math.exp(4.5))
+    assert untrained["best valid ppl"] is None
     ppl = analysis.compare([tmp_path / "a"], metric="ppl")[0]
     assert ppl["ALC (all updates)"] == pytest.approx(
         (100 * (math.exp(6) + math.exp(5)) / 2 + 100 * (math.exp(5) + math.exp(4)) / 2) / 200)
@@ -274,6 +295,7 @@ def test_compare_notes_runs_over_other_vocabularies(runs, speech_corpus, tmp_pat
     (["compare", "no/such/run"], "no such run folder"),
     (["compare", "RUN", "--steps", "0"], "--steps 0: must be >= 1"),
     (["analyze", "no/such/run"], "no such run folder"),
+    (["analyze", "RUN", "--bins", "1001"], "--bins 1001: must be"),
 ])
 def test_bad_input_is_one_line(argv, message, runs, capsys):
     """Exit 1 (lmlow's own check) or 2 (argparse's type check), one line naming the flag."""

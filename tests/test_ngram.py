@@ -478,3 +478,24 @@ def test_a_damaged_config_value_is_named_not_a_traceback(kn, tmp_path, key, valu
     r = lmlow("eval", run)
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert f"config.json: {key} = " in r.stderr and "expected" in r.stderr
+
+
+def test_force_does_not_write_through_links_planted_under_the_temporary_names(speech_corpus, tmp_path):
+    """lmplz and build_binary write to RUN/NAME.tmpPID, names handed to programs that follow
+    links: with --force on a folder lmlow did not make, a link planted under them (this
+    process's pid) sent the ARPA file over whatever it pointed to. The names are made afresh
+    as regular files first."""
+    from lmlow.files import temporary_path
+    from lmlow.rundir import RunDir
+    run = tmp_path / "run"
+    run.mkdir()
+    victims = {}
+    for name in ("lmplz_arpa", "binary"):
+        victim = tmp_path / f"victim-{name}"
+        victim.write_text("PRECIOUS\n")
+        temporary_path(getattr(RunDir(run), name)).symlink_to(victim)
+        victims[name] = victim
+    train_ngram(speech_corpus, run, order=3, unk_threshold=2, memory="100M", quiet=True,
+                force=True)
+    assert all(v.read_text() == "PRECIOUS\n" for v in victims.values())
+    assert RunDir(run).binary.is_file() and not list(run.glob("*.tmp[0-9]*"))

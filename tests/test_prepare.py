@@ -417,3 +417,37 @@ def test_a_stanza_token_with_a_space_becomes_the_words_a_corpus_line_reads(monke
     monkeypatch.setitem(sys.modules, "stanza", types.SimpleNamespace(Pipeline=Pipeline))
     assert list(make_tokenizer("stanza")(["paid 1 000 dollars"])) == \
         [["paid", "1", "000", "dollars"]]
+
+
+@pytest.mark.parametrize("no_split", [True, False])
+def test_a_link_planted_under_the_scratch_name_is_not_written_through(tmp_path, no_split):
+    """The tokenised text goes first to OUT's folder under `.lmlow-stage.tmpPID`, a name
+    lmlow makes in a folder it may not have made: a link planted there (a name with this
+    process's pid) was opened and written through, and with --no-split the output became
+    that link. The link is removed and the file made afresh."""
+    import os
+    from lmlow.files import STAGE_PREFIX
+    victim = tmp_path / "victim.txt"
+    victim.write_text("PRECIOUS\n")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / f"{STAGE_PREFIX}{os.getpid()}").symlink_to(victim)
+    out = folder / "all.txt" if no_split else folder
+    prepare([SPEECHES], out, no_split=no_split, valid=1, test=1, documents="line",
+            show_progress=False, force=True)
+    assert victim.read_text() == "PRECIOUS\n"
+    made = [folder / "all.txt"] if no_split else [folder / f"{s}.txt" for s in ("train", "valid", "test")]
+    assert all(p.is_file() and not p.is_symlink() and p.stat().st_size for p in made)
+
+
+def test_documents_reach_their_splits_whole_when_copied_in_blocks(tmp_path, monkeypatch):
+    """A document is copied from the scratch file to its split a block at a time (one input
+    file can be one document of gigabytes): blocks far smaller than a document give the same
+    splits, byte for byte."""
+    import lmlow.data.prepare as prep
+    prepare([SPEECHES], tmp_path / "whole", valid=1, test=1, documents="line", show_progress=False)
+    monkeypatch.setattr(prep, "COPY_BLOCK", 7)
+    prepare([SPEECHES], tmp_path / "blocks", valid=1, test=1, documents="line", show_progress=False)
+    for s in ("train", "valid", "test"):
+        whole = (tmp_path / "whole" / f"{s}.txt").read_bytes()
+        assert whole and (tmp_path / "blocks" / f"{s}.txt").read_bytes() == whole

@@ -32,7 +32,7 @@ class AnalyzeOptions:
     split: str = setting("valid", "the text the predictions are measured on")
     tokens: int = setting(0, "use only the first N tokens of the split (0: all)", metavar="N")
     bins: int = setting(20, "equal-width log-frequency bins of the binned plots", metavar="N")
-    RANGES: typing.ClassVar[dict] = {"tokens": "[0, inf)", "bins": "[1, inf)"}
+    RANGES: typing.ClassVar[dict] = {"tokens": "[0, inf)", "bins": "[1, 1000]"}
     CHOICES: typing.ClassVar[dict] = {"split": SPLITS}
 
 
@@ -103,6 +103,10 @@ def _analyze(rd: RunDir, split: str, stage: Path, tokens: int, bins: int, corpus
         types = np.flatnonzero(n_t)
         per_type[name] = (types, sums[types] / n_t[types])
     types = per_type["full"][0]
+    if not len(types):
+        raise LmlowError(f"{split}: none of the {len(ids)} tokens scored is a word seen in "
+                         "training (only <unk> and words training lacks): nothing to bin by "
+                         "frequency; score more of the split (--tokens 0: all of it)")
     fig4 = {name: binned_means(np.log(unigram[types]), per_type[name][1], bins)
             for name in per_type}
     # Kobayashi Fig. 1: mean predicted probability vs unigram probability, binned by log unigram
@@ -265,18 +269,26 @@ def compare(run_dirs: list[Path], **options) -> list[dict]:
             "updates": step_x[-1], "minutes": (timed[-1]["elapsed"] / 60) if timed else None,
             # over updates 0..N, as the flag says: a curve that starts later (a run that did
             # not validate its untrained model) has none, not an ALC over another interval
-            "ALC@N": alc(step_x, ys, steps) if steps and step_x[0] == 0 else None,
+            "ALC@N": _number(alc(step_x, ys, steps)) if steps and step_x[0] == 0 else None,
             "ALC (all updates)": alc(step_x, ys),
             "ALC (wall time)": alc([r["elapsed"] for r in timed], [r[key] for r in timed])
             if len(timed) > 1 else None,
             "final valid ppl": curve[-1]["valid_ppl"],
-            "best valid ppl": min(r["valid_ppl"] for r in curve),
+            # the best a checkpoint holds: update 0's validation (--track-frequency) is the
+            # untrained model, which no best.pt keeps
+            "best valid ppl": min((r["valid_ppl"] for r in curve if r["step"] > 0), default=None),
             "first update": step_x[0], "metric": metric, "steps": steps,
             "curve": [{"step": r["step"], "elapsed": r.get("elapsed"), "valid_loss": r["valid_loss"],
                        "valid_ppl": r["valid_ppl"]} for r in curve],
         })
     note_intervals(rows, steps)
     return rows
+
+
+def _number(x: float) -> float | None:
+    """None for NaN (an ALC over updates the run never reached): an empty cell in the tables
+    and null in JSON, as the flag's help says."""
+    return None if math.isnan(x) else x
 
 
 def note_intervals(rows: list[dict], steps: int | None) -> None:

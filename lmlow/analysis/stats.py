@@ -111,8 +111,11 @@ def ngram_diversity(samples: list[list], orders=(2, 3, 4)) -> float:
 
 
 def binned_means(x: np.ndarray, y: np.ndarray, bins: int, weights=None) -> list[dict]:
-    """Split the range of x into ``bins`` equal intervals; mean of y (weighted) in each."""
+    """Split the range of x into ``bins`` equal intervals; mean of y (weighted) in each
+    (none for an empty x)."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if not len(x):
+        return []
     edges = np.linspace(x.min(), x.max(), bins + 1)
     which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
     w = np.ones_like(y) if weights is None else np.asarray(weights, np.float64)

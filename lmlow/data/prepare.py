@@ -28,7 +28,7 @@ from lmlow.config import SEED_RANGE, check_values, setting
 from lmlow.data.tokenize import (TOKENIZERS, Normalisation, make_tokenizer, preparation_record,
                                   recorded_tokenisation)
 from lmlow.errors import CommitGroup, LmlowError
-from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder,
+from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder, open_fresh,
                          refuse_compressed, refuse_overwrite, remove_if_empty,
                          remove_stale_stages)
 from lmlow.progress import progress
@@ -368,13 +368,28 @@ class Documents:
         return len(self.tokens)
 
 
+COPY_BLOCK = 1 << 22      # bytes: a document goes to its split in blocks, not whole
+
+
+def _copy(src, dst, size: int) -> None:
+    """``size`` bytes from ``src``'s position to ``dst``, a block at a time: one input file
+    can be one document (a folder's files), and it must not need its size in memory."""
+    while size > 0:
+        block = src.read(min(size, COPY_BLOCK))
+        if not block:
+            raise LmlowError(f"{src.name}: the scratch file ended {size} bytes early (changed "
+                             "by another program?)")
+        dst.write(block)
+        size -= len(block)
+
+
 def _tokenise_to(scratch, inputs, tokenizer, norm, documents, dedup, excluded, report,
                  show_progress, check: LineCheck | None = None) -> Documents:
     """Write tokenised documents to ``scratch``; return where each one is."""
     tokenize = make_tokenizer(tokenizer)
     seen: set[bytes] = set()
     docs = Documents()
-    with open(scratch, "wb") as f, progress("tokenising", show_progress) as bar:
+    with open_fresh(scratch) as f, progress("tokenising", show_progress) as bar:
         for doc in stream_documents(inputs, documents, check):
             start, ntok = f.tell(), 0
             for tokens in tokenize(doc):
@@ -473,7 +488,7 @@ def _copy_splits(scratch, docs: Documents, assignment, out: Path, report: Prepar
                 for start, end, ntok, split in zip(docs.starts, docs.ends, docs.tokens,
                                                    assignment):
                     src.seek(start)
-                    handles[split].write(src.read(end - start))
+                    _copy(src, handles[split], end - start)
                     counts[split][0] += 1
                     counts[split][1] += ntok
             commit.begin()
