@@ -193,7 +193,11 @@ class Scorer(ABC):
         """Perplexity on a split of the corpus (or of another folder with the same words)."""
         from lmlow.config import bool_value
         bool_value(reset_lines, "evaluate", "reset_lines")
-        enc = self.corpus(corpus).encode(split)
+        corpus_dir = self.corpus(corpus)
+        if corpus is None:
+            from lmlow.rundir import RunDir
+            RunDir(self.run_dir).check_own_split(Path(self.corpus_path), split)
+        enc = corpus_dir.encode(split)
         lp = self.token_logprobs(enc.ids, reset_lines=reset_lines)
         # out of vocabulary: every word read as <unk> (by the UNK rule or in no vocabulary), as
         # `score`'s flag and `stats`'s OOV rate count it; a literal <unk> is not a word's

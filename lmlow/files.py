@@ -312,8 +312,19 @@ def read_jsonl(path: Path, check=None) -> list[dict]:
 
 
 def append_jsonl(path: Path, row: dict) -> None:
-    with open_own(path, "a") as f:
-        f.write(to_json(row) + "\n")
+    """Append one row whole or not at all: a write that fails part-way (a full disk) is cut
+    back to where it began, so no torn line is left for every later read, and every resume,
+    to refuse; the error names the file."""
+    data = memoryview((to_json(row) + "\n").encode("utf-8"))
+    with open_own(path, "a") as f:              # O_APPEND; written unbuffered below
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+        except OSError as e:
+            os.ftruncate(fd, size)
+            raise LmlowError(f"{path}: cannot write ({e.strerror})") from None
 
 
 def missing_parents(folder: Path) -> list[Path]:

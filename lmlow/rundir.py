@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.files import (atomic_write_json, make_folder, open_own, pid_alive, read_json,
-                         read_jsonl, refuse_link, remove_if_owner_gone)
+from lmlow.files import (atomic_write_json, file_fingerprint, make_folder, open_own, pid_alive,
+                         read_json, read_jsonl, refuse_link, remove_if_owner_gone)
 
 LSTM, NGRAM = "lstm", "ngram"
 KIND_NAMES = {LSTM: "LSTM", NGRAM: "n-gram"}     # a run's kind as a message names it
@@ -115,7 +115,6 @@ class RunDir:
         so that a report can tell a table whose runs read different files of one name, e.g.
         vectors rebuilt on another machine); return the corpus's absolute path."""
         from lmlow.data.corpus import fingerprint as fingerprint_of
-        from lmlow.files import file_fingerprint
 
         corpus = Path(corpus).resolve()
         read = {"path": str(Path(vectors).resolve()), **file_fingerprint(vectors)} if vectors else None
@@ -138,6 +137,22 @@ class RunDir:
                 raise LmlowError(f"{corpus}: its {bad[0]}.txt is not the one {self.path} was "
                                  "trained on (size or content differs)")
         return corpus, got
+
+    def check_own_split(self, corpus: Path, split: str) -> None:
+        """The run's own corpus read again without being named (an evaluation without
+        --corpus): ``split`` must still be the file the run was trained on. A corpus prepared
+        again in place was scored under the run's name, its numbers cached as the run's. A
+        run from before fingerprints passes."""
+        from lmlow.data.corpus import split_path
+
+        want = self.recorded_fingerprint().get(split) if self.data_file.is_file() else None
+        path = split_path(Path(corpus), split)
+        if not want or not path.is_file():
+            return
+        if path.stat().st_size != want.get("bytes") or file_fingerprint(path) != want:
+            raise LmlowError(f"{path}: not the {split} split {self.path} was trained on (size or "
+                             "content differs: prepared again?); to score other text, name its "
+                             "folder with --corpus")
 
     def recorded_fingerprint(self) -> dict:
         """The fingerprint data.json records, split by split ({} for a run from before
@@ -489,17 +504,18 @@ class RunDir:
             raise self._locked(owner) from None
         key = self.lock_file.resolve()
         _HELD.add(key)
-        try:
-            f.seek(0)
-            f.truncate()
-            f.write(f"pid {os.getpid()} on {socket.gethostname()} since "
-                    f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-            f.flush()
+        try:                   # unbuffered writes: a full disk fails here, in one line, and
+            #                    leaves nothing for close() to flush (and fail on) again
+            os.ftruncate(f.fileno(), 0)
+            try:
+                os.write(f.fileno(), f"pid {os.getpid()} on {socket.gethostname()} since "
+                         f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+            except OSError as e:
+                raise LmlowError(f"{self.lock_file}: cannot write ({e.strerror})") from None
             yield self
         finally:
             _HELD.discard(key)
-            f.seek(0)
-            f.truncate()
+            os.ftruncate(f.fileno(), 0)
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
             if created and self.is_empty():

@@ -220,6 +220,7 @@ class Trainer:
         self.rundir, self.quiet = RunDir(run_dir), quiet or not world.main
         self.run_dir = self.rundir.path
         torch.set_num_threads(cfg.threads or max(1, available_cpus() // world.local_size))
+        self.threads = torch.get_num_threads()     # CPU sums split by thread: part of the bits
         self.device = device or pick_device(cfg.device)
         if cfg.deterministic:
             deterministic_kernels()
@@ -357,6 +358,7 @@ class Trainer:
             "rng": ranks[0], "ranks": ranks if self.world.distributed else None,
             "hidden": hidden[0] if hidden[0] is None else hidden,
             "frozen_input_rows": self.frozen_rows.mask if self.frozen_rows else None,
+            "threads": self.threads,
             "init_report": self.init_report,
             "metrics_rows": self.metrics_rows,
             # which parameters ASGD's state is of, in its order: `--checkpoint last` of an
@@ -373,6 +375,7 @@ class Trainer:
                              f"({', '.join(missing)}), as best.pt is; a run resumes only from "
                              "the last.pt it saved")
         require_processes(ck, self.rundir.last, self.world.size)
+        self._note_threads(ck.get("threads"))
         if ck["hidden"] is not None:        # before anything is written (metrics truncated)
             self._check_state_format(ck["hidden"])
         self.model.load_state_dict(ck["model"])
@@ -394,6 +397,16 @@ class Trainer:
         if ck["hidden"] is not None:
             cols = self.columns
             self.hidden = map_state(lambda t: t[:, cols].to(self.device), ck["hidden"])
+
+    def _note_threads(self, before: int | None) -> None:
+        """A CPU run resumed on another number of threads splits its sums otherwise: it goes
+        on correctly but no longer ends bitwise where an uninterrupted run would (``--threads
+        0`` takes the cores this job was given, which a resubmitted job may change). Said
+        once, on stderr; nothing is refused."""
+        if before and before != self.threads and self.device.type == "cpu" and self.world.main:
+            print(f"lmlow: note: {self.rundir.last} was trained on {before} thread(s), this "
+                  f"resume uses {self.threads}: the numbers will differ from an uninterrupted "
+                  f"run's in the last bits (--threads {before} keeps them)", file=sys.stderr)
 
     def _check_state_format(self, hidden) -> None:
         """The carried state must have this model's per-position size: the Transformer's
@@ -448,8 +461,15 @@ class Trainer:
                                self.cfg.eval_batch_size, self.cfg.bptt, device=self.device,
                                world=self.world)
         self.model.train()
+        loss = -float(np.mean(lp))
+        if not math.isfinite(loss):     # weights that diverged in an update whose own loss
+            #                             was finite: refused before they are logged or saved
+            st = self.state
+            raise LmlowError(f"validation loss became nan or inf after update {st.step} "
+                             f"(epoch {st.epoch + 1}): the weights diverged; lower --lr or "
+                             f"--clip. {self._last_good()}")
         self.valid_bins = valid_bins(self.valid_ids, lp, self.vocab.count_array())
-        return -float(np.mean(lp))
+        return loss
 
     # ---- the loop
     def run(self) -> dict:
@@ -941,6 +961,8 @@ def _resume(run_dir: Path, quiet: bool, corpus: Path | None, changes: dict,
             raise LmlowError(f"{cfg.corpus}: no such corpus folder (the one {run.path} was "
                              "trained on); if it moved, give its new place: `lmlow train "
                              f"NEW_CORPUS --resume {run.path}`")
+        elif world.main:        # where it was, but prepared again in place: other text
+            run.checked_corpus(Path(cfg.corpus))
         with keyword_errors(where, changes if where else ()):   # a flag's error names the flag
             cfg = cfg.validate()
         if cfg.max_epochs == 0:     # its untrained-model path would overwrite best.pt

@@ -379,3 +379,47 @@ def test_out_of_memory_is_one_line_with_what_was_asked():
     assert out_of_memory(MemoryError()).startswith("out of memory; a smaller model")
     assert out_of_memory(caught(lambda: torch.ones(2) @ torch.ones(3))) is None
     assert out_of_memory(ValueError("Unable to allocate 1 GiB")) is None
+
+
+def test_a_full_disk_leaves_no_torn_metrics_line(tmp_path):
+    """A metrics row cut short by a full disk was left in metrics.jsonl, and every later
+    read refused it ("not a JSON line"): the run could not resume without an edit. The write
+    is cut back to where it began, and the one-line error names the file. (A file-size limit
+    in the kernel: the row's first bytes are written, the rest refused, as on a full disk.)"""
+    from lmlow.files import append_jsonl, read_jsonl
+    path = tmp_path / "metrics.jsonl"
+    append_jsonl(path, {"step": 1, "pad": "x" * 1000})
+    before = path.read_bytes()
+    assert 1000 < len(before) < 1024
+    code = ("import resource, sys\n"
+            "from lmlow.errors import LmlowError\n"
+            "from lmlow.files import append_jsonl\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (1024, resource.RLIM_INFINITY))\n"
+            "try:\n"
+            f"    append_jsonl({str(path)!r}, {{'step': 2, 'pad': 'y' * 100}})\n"
+            "except LmlowError as e:\n"
+            "    sys.exit(str(e))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert r.returncode == 1 and "metrics.jsonl: cannot write (File too large)" in r.stderr, r.stderr
+    assert path.read_bytes() == before
+    append_jsonl(path, {"step": 2})
+    assert [r["step"] for r in read_jsonl(path)] == [1, 2]
+
+
+def test_a_full_disk_when_taking_a_run_lock_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    """Writing the owner into .lock on a full disk raised a bare OSError (no file named),
+    and the lock's clean-up failed again on the buffered text: the folder it had created
+    stayed."""
+    import errno
+    from lmlow.errors import LmlowError
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    run = RunDir(tmp_path / "run")
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(LmlowError, match=r"\.lock: cannot write \(No space left"):
+        with run.lock():
+            pass
+    monkeypatch.undo()
+    assert not (tmp_path / "run").exists()

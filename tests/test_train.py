@@ -75,6 +75,59 @@ def test_nan_loss_stops_with_a_clear_message(speech_corpus, tmp_path):
     assert not (tmp_path / "r" / "best.pt").exists()
 
 
+def test_weights_that_diverged_in_a_finite_update_are_not_saved(speech_corpus, tmp_path):
+    """An update whose own loss is finite can leave NaN weights (here the first, at rate
+    1e30); when it is the last before a validation, the validation was NaN (logged as null),
+    last.pt was written with those weights and, at a budget stop, summary.json with exit 0.
+    The validation refuses them: last.pt keeps the state before the first update, and the
+    message says so. (A finite loss too large for exp is kept: a diverged model's infinite
+    perplexity, test_a_diverged_model_has_an_infinite_perplexity_not_a_traceback.)"""
+    run = tmp_path / "r"
+    cfg = cfg_for(speech_corpus, optimizer="sgd", lr=1e30, clip=0.0, max_steps=2, eval_every=2)
+    with pytest.raises(LmlowError, match=r"validation loss became nan or inf after update 2 "
+                       r"\(epoch 1\).*lower --lr.*last good state is .*last.pt"):
+        train(cfg, run, quiet=True)
+    assert not (run / "summary.json").exists() and not (run / "metrics.jsonl").exists()
+    ck = load_checkpoint(run / "last.pt")
+    assert ck["state"]["step"] == 0
+    assert all(torch.isfinite(v).all() for v in ck["model"].values())
+
+
+def test_a_corpus_prepared_again_in_place_is_not_read_as_the_runs_own(speech_corpus, tmp_path):
+    """Only a corpus named on the command line was checked against data.json's fingerprint:
+    a run's own corpus prepared again in place was resumed on and scored silently, its
+    numbers (and eval_best_*.json) over other text under the run's name."""
+    import shutil
+    corpus = tmp_path / "c"
+    shutil.copytree(speech_corpus, corpus)
+    run = tmp_path / "r"
+    train(cfg_for(corpus, max_steps=20), run, quiet=True)
+    valid = corpus / "valid.txt"
+    valid.write_text("".join(valid.read_text().splitlines(keepends=True)[:5]))
+    with pytest.raises(LmlowError, match="valid.txt is not the one .* was trained on"):
+        resume(run, quiet=True, max_steps=40)
+    with pytest.raises(LmlowError, match="valid.txt: not the valid split .* --corpus"):
+        load(run).evaluate("valid")
+    load(run).evaluate("test")                 # the split scored is checked, not the others
+    assert load(run).evaluate("valid", corpus=corpus).tokens > 0     # named: other text
+
+
+def test_a_resume_on_another_thread_count_says_its_bits_will_differ(speech_corpus, tmp_path,
+                                                                     capsys):
+    """The CPU's thread count splits the sums, so a resume on another count (what --threads
+    0 gives a job resubmitted with other cores) no longer ends bitwise where an uninterrupted
+    run would; that was silent. One note; the same count says nothing."""
+    run = tmp_path / "r"
+    train(cfg_for(speech_corpus, max_steps=10, threads=1), run, quiet=True)
+    capsys.readouterr()
+    resume(run, quiet=True, max_steps=20, threads=1)
+    assert "thread" not in capsys.readouterr().err
+    resume(run, quiet=True, max_steps=30, threads=2)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "trained on 1 thread(s), this resume uses 2" in err
+    assert "--threads 1 keeps them" in err
+
+
 def test_vocabulary_that_does_not_match_the_checkpoint(speech_corpus, tmp_path):
     run = tmp_path / "r"
     train(cfg_for(speech_corpus, max_epochs=0), run, quiet=True)
