@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from lmlow.cpus import available_cpus
-from lmlow.files import atomic_write_text, make_folder
+from lmlow.files import make_folder, staged_outputs
 from lmlow.plots import plot_validation_curves
 from lmlow.sweepdir import SweepDir
 
@@ -92,11 +92,13 @@ def _demo(args) -> int:
     table = _table(rows)
     verdict = conclusion(rows)
     md, _, _, png = SweepDir(args.out).results        # the demo's folder reads as a sweep's
-    atomic_write_text(md, table + "\n\n" + verdict + "\n")
     series = [{"label": label, "rows": RunDir(args.out / "runs" / f"{folder}.seed1").metrics(),
                "group": i} for i, (label, folder) in enumerate(names.items())]
-    plot_validation_curves(series, png, x=("step",), size=(6.5, 4.2),
-                           baselines={"KenLM 5-gram (valid)": rows[0]["valid"]})
+    # the table and its plot together or neither, never through a link planted under a name
+    with staged_outputs(args.out, [md.name, png.name], force=True) as stage:
+        (stage / md.name).write_text(table + "\n\n" + verdict + "\n", encoding="utf-8")
+        plot_validation_curves(series, stage / png.name, x=("step",), size=(6.5, 4.2),
+                               baselines={"KenLM 5-gram (valid)": rows[0]["valid"]})
     print("\n" + table + "\n\n" + verdict)
     print(f"\ntable: {md}; learning curves: {png}")
     return 0

@@ -13,13 +13,15 @@ def fmt(x, digits: int = 3) -> str:
     if isinstance(x, float):
         if x != x:
             return "nan"
-        return f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:.0f}"
+        # 999.96 at 3 digits rounds up to 1000, which "g" writes as 1e+03: whole then
+        return f"{x:.{digits}g}" if abs(float(f"{x:.{digits}g}")) < 10 ** digits else f"{x:.0f}"
     return str(x)
 
 
 def markdown(headers: list[str], rows: list[list], digits: int = 3) -> str:
-    """A Markdown table; a ``|`` in a cell (a baseline named by its folder) is escaped, so it
-    stays one cell."""
+    """A Markdown table; a ``|`` in a cell (a baseline named by its folder) or a header
+    (``KL(unigram || mean p)``) is escaped, so it stays one cell."""
+    headers = [str(h).replace("|", "\\|") for h in headers]
     cells = [[fmt(c, digits).replace("|", "\\|") for c in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
               for i, h in enumerate(headers)]

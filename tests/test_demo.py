@@ -47,8 +47,15 @@ def test_demo_end_to_end_and_reuse(tmp_path):
     assert any(f"seen 1-5 times in training, {n}" in text for n in winners(1))
     assert (out / "curves.png").stat().st_size > 1000
     assert "<eos>" in (out / "vectors.100d.txt").read_text()       # GloVe saw the line ends
+    # a link planted at the plot's name: the rerun replaces it, never writes through it
+    victim = tmp_path / "victim.txt"
+    victim.write_text("PRECIOUS\n")
+    (out / "curves.png").unlink()
+    (out / "curves.png").symlink_to(victim)
     second = subprocess.run(args, capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stderr
+    assert victim.read_text() == "PRECIOUS\n"
+    assert not (out / "curves.png").is_symlink() and (out / "curves.png").stat().st_size > 1000
     assert "1. GloVe" not in second.stdout and "side by side" not in second.stdout  # nothing retrained
     assert (out / "results.md").read_text() == text
 

@@ -218,3 +218,15 @@ def test_a_bar_in_a_cell_stays_one_markdown_cell():
     assert table.splitlines()[2] == "| kenlm\\|5 | 1.5 |"
     assert all(line.replace("\\|", "").count("|") == 3 for line in table.splitlines())
     assert to_csv(["name", "ppl"], [["kenlm|5", 1.5]]).splitlines()[1] == "kenlm|5,1.5"
+    # a header too: bias-sweep's "KL(unigram || mean p)" split its table into 11 columns
+    table = markdown(["lambda", "KL(unigram || mean p)"], [[1.0, 0.25]])
+    assert all(line.replace("\\|", "").count("|") == 3 for line in table.splitlines())
+
+
+def test_a_number_just_under_the_next_power_of_ten_is_not_printed_as_an_exponent():
+    """999.96 at three significant figures rounds to 1000, which "g" writes as 1e+03 (a bin
+    perplexity in `eval`'s table, 9999.96 in a report's four digits)."""
+    from lmlow.tables import fmt
+
+    assert (fmt(999.96), fmt(9999.96, 4), fmt(-999.96)) == ("1000", "10000", "-1000")
+    assert (fmt(999.4), fmt(123.456), fmt(0.5)) == ("999", "123", "0.5")
