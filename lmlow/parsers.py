@@ -316,7 +316,8 @@ def _sweep_task_parser(sub) -> None:
     p.add_argument("runs_file", type=Path)
     p.add_argument("index", type=at_least(0))
     p.add_argument("--gpus", type=at_least(0), default=0, help="GPUs of the task (>1: --nproc)")
-    p.add_argument("--threads", type=at_least(1), help="CPU threads of a new run")
+    p.add_argument("--threads", type=at_least(1), help="CPU cores of the task: the run's --threads "
+                   "(with --gpus N above 1, each process's is 1/N of them)")
     p.set_defaults(run="sweep-task")
 
 

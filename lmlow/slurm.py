@@ -37,7 +37,7 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmlow.config import OutOfRange, check_values, setting
+from lmlow.config import OutOfRange, build_config, check_values, setting
 from lmlow.errors import LmlowError
 from lmlow.external import find_program, run_program
 from lmlow.files import (append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text,
@@ -59,8 +59,9 @@ class SlurmOptions:
     gpus_per_run: int = setting(0, "GPUs per task (--gres=gpu:N); more than 1 trains with "
                                 "--nproc N (DDP); at most the GPUs of a node", metavar="N")
     cpus_per_run: int | None = setting(None, "CPU cores per task (--cpus-per-task; also the "
-                                       "run's --threads); at most the cores of a node (none: "
-                                       "the partition's)", metavar="N")
+                                       "run's --threads, split between its --nproc "
+                                       "processes); at most the cores of a node (none: the "
+                                       "partition's)", metavar="N")
     mem: str | None = setting(None, "memory per task, a number with K, M, G or T (e.g. 16G)")
     array_parallelism: int | None = setting(None, "at most N tasks at once (the array's %%N "
                                             "throttle; none: no limit)", metavar="N")
@@ -229,6 +230,7 @@ def submit(runs, out: Path, opts: SlurmOptions, log=print) -> str | None:
     from lmlow.sweep import record_plan
 
     job_script(Path(out), SweepDir(out).slurm / "check.runs", 1, opts)   # every value, first
+    check_batches(runs, Path(out), opts)
     _program("sbatch")
     out = Path(out)
     before = _Before(out)
@@ -257,6 +259,27 @@ def submit(runs, out: Path, opts: SlurmOptions, log=print) -> str | None:
         "submitted": time.strftime("%Y-%m-%d %H:%M:%S")}])
     log(f"submitted job array {job} ({len(todo)} tasks): {script}")
     return job
+
+
+def check_batches(runs, out: Path, opts: SlurmOptions) -> None:
+    """--gpus-per-run N trains a run on N processes, each with batch_size / N columns of its
+    batch: a run whose batch size is no multiple of N was refused by every one of its tasks,
+    on the cluster, after it had queued. Refused here, before anything is written, naming
+    the run and both flags (from Python, the ``gpus_per_run`` key); a finished run is not
+    submitted, so not checked."""
+    gpus = opts.gpus_per_run
+    if gpus < 2:
+        return
+    for run in runs:
+        if RunDir(out / run.folder).finished:
+            continue
+        settings = dict(run.settings)
+        batch = build_config(settings.pop("preset"), **settings).batch_size
+        if batch % gpus:
+            raise OutOfRange("gpus_per_run", gpus, str(gpus), f"run {run.folder} has "
+                             f"--batch-size {batch}, which {gpus} processes cannot split "
+                             f"evenly; give a --batch-size that is a multiple of {gpus}, or "
+                             "another --gpus-per-run")
 
 
 def _to_submit(runs, out: Path, log) -> list:
@@ -318,8 +341,11 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
     if cmd is None:
         print(f"{run.folder}: {'finished' if rundir.finished else 'being trained elsewhere'}; nothing to do")
         return 0
-    if threads and "--resume" not in cmd:
-        cmd += ["--threads", str(threads)]
+    # the task's cores, shared by its processes (an explicit --threads is each process's, so
+    # N processes of `--threads CORES` ran N times too many threads); on a resume too, so a
+    # run submitted again with fewer cores does not keep the old count (--threads may change)
+    if threads:
+        cmd += ["--threads", str(max(1, threads // gpus) if gpus > 1 else threads)]
     if gpus > 1:
         cmd += ["--nproc", str(gpus)]
     with SweepDir(out).open_log(run.folder) as f:

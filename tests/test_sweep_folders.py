@@ -243,6 +243,69 @@ def test_a_flag_of_the_other_executor_is_refused_not_ignored(speech_corpus, tmp_
     assert not (tmp_path / "s").exists()
 
 
+def fake_slurm(tmp_path):
+    """(PATH, sbatch's record): an `sbatch` that notes its call and says job 4242, an empty
+    `squeue`: SLURM as a submission sees it, without one."""
+    bin_, calls = tmp_path / "bin", tmp_path / "sbatch.calls"
+    bin_.mkdir()
+    (bin_ / "sbatch").write_text(f"#!/bin/sh\necho \"$@\" >> '{calls}'\necho 4242\n")
+    (bin_ / "squeue").write_text("#!/bin/sh\nexit 0\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    return f"{bin_}:/usr/bin:/bin", calls
+
+
+def test_a_batch_that_gpus_per_run_cannot_split_is_refused_at_submission(speech_corpus,
+                                                                        tmp_path):
+    """--gpus-per-run 3 with the tiny preset's batch of 8: submitted, and every task failed on
+    the cluster after it queued ("--batch-size 8 cannot be split evenly over --nproc 3").
+    Refused now in one line naming the run and both flags: nothing written, sbatch not called."""
+    path, calls = fake_slurm(tmp_path)
+    (tmp_path / "g.toml").write_text(GRID)
+    out = tmp_path / "s"
+    args = ["sweep", speech_corpus, "--grid", tmp_path / "g.toml", "--preset", "tiny",
+            "--out", out, "--executor", "slurm", "--gpus-per-run", "3"]
+    env = {"PATH": path, "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], env=env,
+                       capture_output=True, text=True)
+    one_line_error(r, "--gpus-per-run 3", "standard.seed1", "--batch-size 8")
+    assert not out.exists() and not calls.exists()
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args), "--batch-size", "6"],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "submitted job array 4242" in r.stdout, r.stderr
+
+
+def test_a_slurm_tasks_cores_are_shared_by_its_processes_new_or_resumed(speech_corpus,
+                                                                        tmp_path):
+    """--gpus-per-run 2 --cpus-per-run 8: each task trained with `--threads 8 --nproc 2`, two
+    processes of 8 threads on 8 cores; and a resumed run was given no --threads, so one
+    submitted again with fewer cores kept its old count. Now `--threads 4 --nproc 2`, both.
+    (The corpus is gone when the tasks run, so each training stops at once: its command is
+    what the run's log records.)"""
+    path, _ = fake_slurm(tmp_path)
+    corpus = tmp_path / "corpus"
+    shutil.copytree(speech_corpus, corpus)
+    (tmp_path / "g.toml").write_text(GRID + "\n[runs.untied]\ntie = false\n")
+    out = tmp_path / "s"
+    env = {"PATH": path, "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "sweep", str(corpus), "--grid",
+                        str(tmp_path / "g.toml"), "--preset", "tiny", "--out", str(out),
+                        "--executor", "slurm", "--gpus-per-run", "2", "--cpus-per-run", "8"],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (out / "untied.seed1").mkdir()
+    (out / "untied.seed1" / "last.pt").write_bytes(b"started")     # a run to resume
+    shutil.rmtree(corpus)
+    script = next((out / "slurm").glob("array-*.sh"))
+    for task in ("0", "1"):
+        subprocess.run(["bash", str(script)], env={**env, "SLURM_ARRAY_TASK_ID": task},
+                       capture_output=True, text=True)
+    for run in ("standard.seed1", "untied.seed1"):
+        line = (out / "logs" / f"{run}.log").read_text().split("\n")[0]
+        assert line.endswith(" --threads 4 --nproc 2"), line
+    assert "--resume" in (out / "logs" / "untied.seed1.log").read_text()
+
+
 def test_new_seeds_planned_with_other_settings_are_refused_not_mixed_into_a_row(speech_corpus,
                                                                               tmp_path):
     """Seed 2 planned with another --lr and --hidden-size into a folder whose seed 1 has the
