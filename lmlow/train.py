@@ -491,7 +491,14 @@ class Trainer:
             if not self.world.main:     # process 0 wrote last.pt, and its line says so
                 raise Said(f"{name} at update {self.state.step}", 128 + signum)
             raise Interrupted(f"{name} at update {self.state.step}: saved {self.rundir.last}; "
-                              f"`lmlow train --resume {self.run_dir}` continues", 128 + signum)
+                              f"{self._continues()}", 128 + signum)
+
+    def _continues(self) -> str:
+        """The command that continues the run: with ``--nproc N`` where N processes wrote its
+        last.pt (a resume on another number of processes is refused, so the bare command
+        this said after a `--nproc` run did not continue it)."""
+        nproc = f" --nproc {self.world.size}" if self.world.size > 1 else ""
+        return f"`lmlow train --resume {self.run_dir}{nproc}` continues"
 
     def _agree_on_signal(self) -> None:
         """The ranks agree whether any of them was signalled (between two :meth:`_sync`)."""
@@ -599,7 +606,7 @@ class Trainer:
                 if self.tracker:   # the weights the run stops with
                     self.tracker.record(st.step, st.epoch + st.position / n, st.train_seconds, "end")
                 self._say(f"stopped in epoch {st.epoch + 1} at update {st.step}; "
-                          f"`lmlow train --resume {self.run_dir}` continues")
+                          f"{self._continues()}")
                 return False
             if self.world.distributed and st.step % SYNC_EVERY and self.signal_each_update:
                 self._agree_on_signal()

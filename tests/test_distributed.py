@@ -151,6 +151,22 @@ def test_two_process_run_killed_and_resumed_equals_an_uninterrupted_one(speech_c
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
+def test_a_stopped_two_process_run_says_the_command_that_continues_it(speech_corpus, tmp_path):
+    """Stopped by SIGTERM (or SIGINT), or by its --max-steps, a run of 2 processes said
+    "`lmlow train --resume RUN` continues", a command refused (last.pt was written by 2
+    processes, and it has 1). Now each says --nproc 2, and that command continues it."""
+    run = tmp_path / "r"
+    proc, err = sigterm_after_a_validation(
+        ["train", speech_corpus, "--preset", "tiny", "--eval-every", "1", "--threads", "1",
+         "--device", "cpu", "--nproc", "2", "--out", run], run, OMP_NUM_THREADS="1")
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert f"`lmlow train --resume {run} --nproc 2` continues" in err, err
+    step = load_checkpoint(run / "last.pt")["state"]["step"]
+    r = lmlow("train", "--resume", run, "--nproc", "2", "--max-steps", step + 1, "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    assert f"at update {step + 1}; `lmlow train --resume {run} --nproc 2` continues" in r.stdout
+
+
 @pytest.mark.slow
 def test_three_process_run_stopped_and_resumed_equals_an_uninterrupted_one(speech_corpus,
                                                                            tmp_path):
