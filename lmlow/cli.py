@@ -360,6 +360,17 @@ def _run(args) -> int:
         except ValueError:                   # not the main thread (a library caller)
             pass
     try:
+        return _command(args)
+    except (KeyboardInterrupt, Terminated) as e:
+        # a stop that came while an error below was being handled (a SIGTERM while `--nproc`
+        # sets up breaks the collective process 0 waits in, and the signal's Terminated is
+        # raised inside the RuntimeError's handler): a stop like any other, not a traceback
+        return _stopped(e, args.debug)
+
+
+def _command(args) -> int:
+    """:func:`_run`'s command, its errors said in one line each."""
+    try:
         if hasattr(args, "model_threads"):   # the commands that run a model (train: its own)
             from lmlow.cpus import use_threads
             use_threads(args.model_threads)

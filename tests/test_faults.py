@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from conftest import lmlow
+from lmlow.errors import Terminated
 from lmlow.rundir import RunDir
 
 TRAIN = ["--preset", "tiny", "--max-epochs", "6", "--eval-every", "15", "--threads", "1",
@@ -423,3 +424,28 @@ def test_a_full_disk_when_taking_a_run_lock_is_one_line_and_leaves_nothing(tmp_p
             pass
     monkeypatch.undo()
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("stop, code", [(Terminated, 143), (KeyboardInterrupt, 130)])
+def test_a_stop_while_an_error_is_handled_is_one_line(stop, code, tmp_path, monkeypatch, capsys):
+    """SIGTERM while `lmlow train --nproc` sets up: the collective process 0 waits in breaks (a
+    RuntimeError), and the signal's Terminated was raised inside that error's handler (while
+    it asked whether the error was out of memory), where nothing caught it: a traceback of
+    both. Now the same line and status as any stop."""
+    from lmlow import cli
+
+    def broken_collective(_args):
+        raise RuntimeError("Connection closed by peer")
+
+    def signal_arrives(_e):
+        raise stop()
+
+    monkeypatch.setitem(cli.COMMANDS, "stats", broken_collective)
+    monkeypatch.setattr(cli, "out_of_memory", signal_arrives)
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        assert cli.main(["stats", str(tmp_path)]) == code
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("lmlow: "), err
