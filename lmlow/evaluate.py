@@ -175,6 +175,17 @@ class Scorer(ABC):
             self._check_tokenised_alike(root)
         return Corpus(Path(root or self.corpus_path), self.unk_threshold, vocab=self.vocab)
 
+    def encoded(self, split: str, corpus: Path | None = None):
+        """A split read with this model's vocabulary: of another folder (``corpus``), or of
+        the run's own corpus, which must still hold the split the run was trained on (one
+        prepared again in place was scored under the run's name:
+        :meth:`lmlow.rundir.RunDir.check_own_split`)."""
+        folder = self.corpus(corpus)
+        if corpus is None:
+            from lmlow.rundir import RunDir
+            RunDir(self.run_dir).check_own_split(Path(self.corpus_path), split)
+        return folder.encode(split)
+
     def _check_tokenised_alike(self, root: Path) -> None:
         from lmlow.data.corpus import corpus_preparation
         from lmlow.rundir import RunDir
@@ -193,11 +204,7 @@ class Scorer(ABC):
         """Perplexity on a split of the corpus (or of another folder with the same words)."""
         from lmlow.config import bool_value
         bool_value(reset_lines, "evaluate", "reset_lines")
-        corpus_dir = self.corpus(corpus)
-        if corpus is None:
-            from lmlow.rundir import RunDir
-            RunDir(self.run_dir).check_own_split(Path(self.corpus_path), split)
-        enc = corpus_dir.encode(split)
+        enc = self.encoded(split, corpus)
         lp = self.token_logprobs(enc.ids, reset_lines=reset_lines)
         # out of vocabulary: every word read as <unk> (by the UNK rule or in no vocabulary), as
         # `score`'s flag and `stats`'s OOV rate count it; a literal <unk> is not a word's

@@ -337,7 +337,7 @@ def _bias_sweep(run, opts: BiasSweepOptions, sampling: Sampling, corpus, checkpo
 
     vocab, counts = run.vocab, run.vocab.count_array()
     log_u = log_unigram(torch.from_numpy(counts)).double().numpy()
-    ids = np.asarray(run.corpus(corpus).encode(opts.split).ids, dtype=np.int64)
+    ids = np.asarray(run.encoded(opts.split, corpus).ids, dtype=np.int64)
     unigram = unigram_distribution(counts)
     stats = distribution_stats(run.model, ids, vocab.eos_id, unigram, opts.lambdas,
                                run.config.eval_batch_size, run.config.bptt, run.device)

@@ -109,6 +109,10 @@ def test_a_corpus_prepared_again_in_place_is_not_read_as_the_runs_own(speech_cor
     with pytest.raises(LmlowError, match="valid.txt: not the valid split .* --corpus"):
         load(run).evaluate("valid")
     load(run).evaluate("test")                 # the split scored is checked, not the others
+    from lmlow import analysis                 # every command that reads a split of it
+    with pytest.raises(LmlowError, match="valid.txt: not the valid split"):
+        analysis.analyze(run, out=tmp_path / "a")
+    assert not (tmp_path / "a").exists()
     assert load(run).evaluate("valid", corpus=corpus).tokens > 0     # named: other text
 
 

@@ -83,7 +83,7 @@ def _analyze(rd: RunDir, split: str, stage: Path, tokens: int, bins: int, corpus
     run = LSTMRun(run_dir, checkpoint, device)
     counts = run.vocab.count_array()
     unigram = unigram_distribution(counts)
-    ids = run.corpus(corpus).encode(split).ids
+    ids = run.encoded(split, corpus).ids
     ids = np.asarray(ids[:tokens] if tokens else ids, dtype=np.int64)
     stats = distribution_stats(run.model, ids, run.vocab.eos_id, unigram, (1.0, 0.0),
                                run.config.eval_batch_size, run.config.bptt, run.device)
