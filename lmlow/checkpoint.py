@@ -222,17 +222,24 @@ def save_checkpoint(obj: dict, path: Path) -> None:
         raise LmlowError(f"{path}: cannot write the checkpoint: {reason}{old}") from None
 
 
-def load_checkpoint(path: Path) -> dict:
+def load_checkpoint(path: Path, mmap: bool = False) -> dict:
+    """The checkpoint at ``path``, or one line saying why it is none; ``mmap`` maps its
+    tensors from the file instead of reading them (to read a field or two of a large one)."""
     path = require_regular(Path(path))
     if not path.exists():
         raise LmlowError(f"{path}: no such checkpoint")
     try:
-        ck = torch.load(path, map_location="cpu", weights_only=True)
+        ck = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as e:
         raise LmlowError(f"{path}: not a readable lmlow checkpoint ({type(e).__name__})") from None
     if not isinstance(ck, dict) or ck.get("format") != CHECKPOINT_FORMAT:
         raise LmlowError(f"{path}: not an lmlow checkpoint (or from another version)")
     return ck
+
+
+def checkpoint_processes(path: Path) -> int:
+    """How many training processes wrote checkpoint ``path``: a resume needs as many."""
+    return load_checkpoint(path, mmap=True).get("processes", 1)
 
 
 def checkpoint_vocabulary(ck: dict, cfg: Config) -> Vocabulary:

@@ -130,7 +130,7 @@ def cmd_ngram(args) -> None:
 def cmd_sweep(args) -> None:
     from lmlow.config import Config
     from lmlow.slurm import executor_of
-    from lmlow.sweep import SweepOptions, dry_run, status_text
+    from lmlow.sweep import SweepOptions, status_text
 
     if args.status or args.cancel:
         folder = args.out or args.corpus
@@ -143,7 +143,8 @@ def cmd_sweep(args) -> None:
     extra = settings_from(args, Config, skip=("corpus", "preset", "embeddings", "seed"))
     executor = _sweep_executor(args, opts, extra.get("threads"))
     runs = opts.plan(args.corpus, args.out, extra)
-    print("\n".join(dry_run(runs, args.out)) if args.dry_run else executor.run(runs, args.out))
+    print("\n".join(executor.dry_run(runs, args.out)) if args.dry_run
+          else executor.run(runs, args.out))
 
 
 def _sweep_executor(args, opts, threads: int | None):

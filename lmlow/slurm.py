@@ -229,8 +229,7 @@ def submit(runs, out: Path, opts: SlurmOptions, log=print) -> str | None:
     array; returns its job id (None if nothing needed submitting)."""
     from lmlow.sweep import record_plan
 
-    job_script(Path(out), SweepDir(out).slurm / "check.runs", 1, opts)   # every value, first
-    check_batches(runs, Path(out), opts)
+    check(runs, Path(out), opts)
     _program("sbatch")
     out = Path(out)
     before = _Before(out)
@@ -261,25 +260,44 @@ def submit(runs, out: Path, opts: SlurmOptions, log=print) -> str | None:
     return job
 
 
-def check_batches(runs, out: Path, opts: SlurmOptions) -> None:
-    """--gpus-per-run N trains a run on N processes, each with batch_size / N columns of its
-    batch: a run whose batch size is no multiple of N was refused by every one of its tasks,
-    on the cluster, after it had queued. Refused here, before anything is written, naming
-    the run and both flags (from Python, the ``gpus_per_run`` key); a finished run is not
-    submitted, so not checked."""
+def check(runs, out: Path, opts: SlurmOptions) -> None:
+    """What a submission (and its --dry-run) refuses before anything is written or queued:
+    a value unsafe in the job script, and runs whose tasks would each fail on the cluster
+    after queueing (:func:`check_runs`)."""
+    job_script(Path(out), SweepDir(out).slurm / "check.runs", 1, opts)   # every value, first
+    check_runs(runs, Path(out), opts)
+
+
+def check_runs(runs, out: Path, opts: SlurmOptions) -> None:
+    """--gpus-per-run N trains a run on N processes (one below 2), each with batch_size / N
+    columns of its batch, and a started run resumes only on as many processes as began it
+    (random streams and hidden states are per process: its last.pt records the count). A run
+    whose batch N cannot split, or started on another count than N gives, was refused by
+    every one of its tasks, on the cluster, after it had queued. Refused here, before
+    anything is written, naming the run and the flags (from Python, the ``gpus_per_run``
+    key); a finished run is not submitted, so not checked."""
+    from lmlow.checkpoint import checkpoint_processes
+
     gpus = opts.gpus_per_run
-    if gpus < 2:
-        return
+    processes = max(gpus, 1)
     for run in runs:
-        if RunDir(out / run.folder).finished:
+        rundir = RunDir(out / run.folder)
+        if rundir.finished:
             continue
         settings = dict(run.settings)
         batch = build_config(settings.pop("preset"), **settings).batch_size
-        if batch % gpus:
+        if batch % processes:
             raise OutOfRange("gpus_per_run", gpus, str(gpus), f"run {run.folder} has "
                              f"--batch-size {batch}, which {gpus} processes cannot split "
                              f"evenly; give a --batch-size that is a multiple of {gpus}, or "
                              "another --gpus-per-run")
+        if rundir.last.exists() and (began := checkpoint_processes(rundir.last)) != processes:
+            give = began if began > 1 else "0 or 1"
+            raise OutOfRange("gpus_per_run", gpus, str(gpus), f"run {run.folder} was started "
+                             f"by {began} training process{'es' * (began != 1)} ({rundir.last}) "
+                             f"and resumes only on as many (random streams and hidden states "
+                             f"are per process); give --gpus-per-run {give}, or plan the "
+                             "sweep into another --out")
 
 
 def _to_submit(runs, out: Path, log) -> list:
@@ -393,6 +411,14 @@ class Slurm:
 
     def __init__(self, opts: SlurmOptions):
         self.opts = opts
+
+    def dry_run(self, runs, out: Path) -> list[str]:
+        """The `lmlow train` commands the tasks would run, after every check a submission
+        makes (its script's values, the runs' batches and process counts)."""
+        from lmlow.sweep import dry_run
+
+        check(runs, Path(out), self.opts)
+        return dry_run(runs, out)
 
     def run(self, runs, out: Path, log=print) -> str:
         if submit(runs, out, self.opts, log) is None:

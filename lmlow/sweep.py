@@ -675,6 +675,10 @@ class Local:
     def __init__(self, jobs: int = 1, threads: int | None = None):
         self.jobs, self.threads = jobs, threads
 
+    @staticmethod
+    def dry_run(runs: list[Run], out: Path) -> list[str]:
+        return dry_run(runs, out)
+
     def run(self, runs: list[Run], out: Path, log=print) -> str:
         results = execute(runs, out, self.jobs, self.threads, log)
         failed = [r.folder for r, code in results if code not in (0, ELSEWHERE)]

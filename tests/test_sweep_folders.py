@@ -270,7 +270,36 @@ def test_a_batch_that_gpus_per_run_cannot_split_is_refused_at_submission(speech_
                        capture_output=True, text=True)
     one_line_error(r, "--gpus-per-run 3", "standard.seed1", "--batch-size 8")
     assert not out.exists() and not calls.exists()
+    # its --dry-run printed the commands, as if the tasks would train (it made no check)
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args), "--dry-run"],
+                       env=env, capture_output=True, text=True)
+    one_line_error(r, "--gpus-per-run 3", "standard.seed1", "--batch-size 8")
+    assert not out.exists() and not calls.exists()
     r = subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args), "--batch-size", "6"],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "submitted job array 4242" in r.stdout, r.stderr
+
+
+def test_a_started_run_submitted_again_on_another_process_count_is_refused(swept, tmp_path):
+    """A run started by one process (here, killed after its checkpoint), submitted again with
+    --gpus-per-run 2: queued, and its task failed on the cluster ("was written by 1 training
+    process(es), and this resume has 2"); its --dry-run printed the command. Both refused
+    now in one line naming the run, its count and the flag to give, nothing written, sbatch
+    not called; --gpus-per-run 1 submits it."""
+    out, args = swept
+    (out / "standard.seed1" / "summary.json").unlink()      # as if killed after a checkpoint
+    path, calls = fake_slurm(tmp_path)
+    env = {"PATH": path, "LMLOW_CACHE_DIR": os.environ["LMLOW_CACHE_DIR"]}
+    args = [*map(str, args[:-2]), "--executor", "slurm"]     # (--threads: a local flag)
+    plan = (out / "sweep.json").read_bytes()
+    for extra in ([], ["--dry-run"]):
+        r = subprocess.run([sys.executable, "-m", "lmlow.cli", *args, "--gpus-per-run", "2",
+                            *extra], env=env, capture_output=True, text=True)
+        one_line_error(r, "--gpus-per-run 2", "standard.seed1", "started by 1 training process ",
+                       "give --gpus-per-run 0 or 1")
+        assert (out / "sweep.json").read_bytes() == plan and not calls.exists()
+        assert not (out / "slurm").exists()
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", *args, "--gpus-per-run", "1"],
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0 and "submitted job array 4242" in r.stdout, r.stderr
 
