@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):   # a word the terminal's encoding (say
         if hasattr(stream, "reconfigure"):     # PYTHONIOENCODING=ascii) cannot show is
             stream.reconfigure(errors="backslashreplace")   # escaped, not a traceback
-    try:            # reading the command line imports torch (seconds): a Ctrl-C then is
+    try:            # a Ctrl-C while the command line is read (torch is imported later) is
         if "WORLD_SIZE" in os.environ:    # a training process: it stops with its launcher
             from lmlow.distributed import follow_launcher
             follow_launcher()

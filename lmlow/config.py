@@ -56,6 +56,23 @@ ARCHS = {"lstm": "lmlow.model:AWDLSTM", "transformer": "lmlow.transformer:Transf
 ARCH_ONLY = {"heads": "transformer", "context": "transformer", "wdrop": "lstm"}
 
 
+# lmlow.input_map's fit threshold and its two flags' help, here so that the CLI's parser reads
+# them without importing torch: the map is fitted on the words read this often or more (their
+# rows have moved with the text)
+MAP_FIT_MIN = 6
+MAP_INPUTS_HELP = ("untied runs (LSTM or Transformer) whose input rows trained from --init glove "
+                   "vectors: move the rows of the words that have a vector but never occur in "
+                   "the training text (no text trained them) into the trained space, by a "
+                   f"linear map fitted on the words read >= {MAP_FIT_MIN} times; nothing is "
+                   "retrained (experiments/freezing/mapped-rows.md)")
+MAP_OUTPUTS_HELP = ("untied runs (LSTM or Transformer) whose output rows trained from --init "
+                    "glove-output vectors: replace the output rows of the words that never "
+                    "occur as a target in the training text (only ever pushed away from every "
+                    "prediction) by their vectors through a linear map fitted on the output "
+                    f"rows of the words predicted >= {MAP_FIT_MIN} times; the bias stays as "
+                    "trained; nothing is retrained (experiments/freezing/mapped-rows.md)")
+
+
 UNK_HELP = ("UNK rule: a word whose training count is below K becomes <unk> in every split "
             "(a word absent from train counts 0); 0 replaces nothing")
 

@@ -30,26 +30,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lmlow.config import Config
+from lmlow.config import MAP_FIT_MIN as FIT_MIN, Config   # (with its help: read without torch)
 from lmlow.errors import LmlowError
 from lmlow.model import pretrained_matrix
-
-FIT_MIN = 6     # fitted on words read this often or more: their rows have moved with the text
-HELP = ("untied runs (LSTM or Transformer) whose input rows trained from --init glove "
-        "vectors: move the rows of the words that have a vector but never occur in the training "
-        "text (no text trained them) into the trained space, by a linear map fitted on the "
-        f"words read >= {FIT_MIN} times; nothing is retrained "
-        "(experiments/freezing/mapped-rows.md)")
-
-
-OUT_HELP = ("untied runs (LSTM or Transformer) whose output rows trained from --init "
-            "glove-output vectors: replace the output rows of the words that never occur as a "
-            "target in the training text (only ever pushed away from every prediction) by "
-            "their vectors through a "
-            f"linear map fitted on the output rows of the words predicted >= {FIT_MIN} times; "
-            "the bias stays as trained; nothing is retrained "
-            "(experiments/freezing/mapped-rows.md)")
-
 
 @dataclass
 class MappedInputs:

@@ -12,16 +12,18 @@ from pathlib import Path
 
 import numpy as np
 
-from lmlow.checkpoint import fast_matmuls, load_model
-from lmlow.config import bool_value, check_values, in_range, path_value, setting
+from lmlow.config import (MAP_INPUTS_HELP, MAP_OUTPUTS_HELP, bool_value, check_values, in_range,
+                          path_value, setting)
 from lmlow.data.corpus import SPLITS
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import (LineReader, Scorer, log_probs, lstm_logprobs, mix_logprobs,
                             tune_weight)
 from lmlow.files import atomic_write_json, read_json, to_json
-from lmlow.input_map import HELP as MAP_HELP, OUT_HELP as MAP_OUT_HELP, MappedInputs, map_unseen
 from lmlow.rundir import CHECKPOINTS, LSTM, NGRAM, RunDir, evaluation_name
+
+if typing.TYPE_CHECKING:
+    from lmlow.input_map import MappedInputs
 
 
 class LSTMRun(Scorer):
@@ -37,6 +39,9 @@ class LSTMRun(Scorer):
     def __init__(self, run_dir: Path, checkpoint: str | None = None, device: str = "auto",
                  batch_size: int | None = None, bias_scale: float = 1.0,
                  map_unseen_inputs: bool = False, map_unseen_outputs: bool = False):
+        from lmlow.checkpoint import fast_matmuls, load_model   # (torch: not at import, so
+        from lmlow.input_map import map_unseen                  # the CLI starts without it)
+
         self.run = RunDir(run_dir).require(LSTM)
         self.run_dir = self.run.path
         self.checkpoint = checkpoint or self.run.default_checkpoint()
@@ -228,8 +233,8 @@ def _check_load_options(checkpoint, options: dict) -> None:
             bool_value(options[key], where, key)
 
 
-def evaluation_record(ev, mapped: MappedInputs | None = None,
-                      mapped_outputs: MappedInputs | None = None) -> dict:
+def evaluation_record(ev, mapped: "MappedInputs | None" = None,
+                      mapped_outputs: "MappedInputs | None" = None) -> dict:
     """An evaluation as `lmlow eval --json` prints it, with what --map-unseen-inputs and
     --map-unseen-outputs did when used (the record a run folder keeps as
     ``eval_mapped*_*.json``, ``evaluation_name``)."""
@@ -306,8 +311,8 @@ class ModelOptions:
                                    "tuned by EM on the validation split, of eval's --corpus "
                                    "where given, else of the run's corpus, its lines read as "
                                    "this command reads them)", metavar="W")
-    map_unseen_inputs: bool = setting(False, MAP_HELP, switch=True)
-    map_unseen_outputs: bool = setting(False, MAP_OUT_HELP, switch=True)
+    map_unseen_inputs: bool = setting(False, MAP_INPUTS_HELP, switch=True)
+    map_unseen_outputs: bool = setting(False, MAP_OUTPUTS_HELP, switch=True)
     RANGES: typing.ClassVar[dict] = {"weight": "[0, 1]"}
 
 
