@@ -715,6 +715,7 @@ def build_config(preset: str | None = None, file: Path | None = None, **override
                          f"{', '.join(PRESETS)}")
     # --preset wins over the file's preset, for the values and for the name recorded
     values = defaults(preset or from_file.get("preset"))
+    base = {f.name: f.default for f in fields(Config)} | values     # the preset's values
     values.update({k: v for k, v in from_file.items() if k != "preset" or preset is None})
     given = {k: v for k, v in overrides.items() if v is not None}
     values.update(given)
@@ -726,10 +727,16 @@ def build_config(preset: str | None = None, file: Path | None = None, **override
         raise
     except LmlowError as e:                   # a combination: say which of it the file set
         raise _from_file(e, file, from_file, given) from None
-    for name, given in overrides.items():
-        if given is not None and ignored_by(cfg.arch, name, given):
-            raise LmlowError(f"--{name} {given}: only --arch {ARCH_ONLY[name]} has it (this run "
+    for name, value in overrides.items():
+        if value is not None and ignored_by(cfg.arch, name, value):
+            raise LmlowError(f"--{name} {value}: only --arch {ARCH_ONLY[name]} has it (this run "
                              f"is --arch {cfg.arch}); leave it out")
+    # the file's too (it was ignored without a word), unless it holds the preset's own value:
+    # a run's config.json records every setting, the other backbone's among them
+    for name, value in from_file.items():
+        if name not in given and ignored_by(cfg.arch, name, value) and value != base.get(name):
+            raise LmlowError(f"{file}: {name} = {value!r}: only --arch {ARCH_ONLY[name]} has it "
+                             f"(this run is --arch {cfg.arch}); leave it out")
     return cfg
 
 

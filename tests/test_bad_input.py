@@ -147,6 +147,11 @@ CASES = [
      "--context 64: only --arch transformer", "O"),
     (["train", "C", "--out", "O", "--preset", "transformer-tiny", "--wdrop", "0.5"],
      "--wdrop 0.5: only --arch lstm has it", "O"),
+    # ... also from a config file (ignored there without a word), not a run's config.json
+    (["train", "C", "--out", "O", "--preset", "tiny", "--config", "HD"],
+     "heads.toml: heads = 8: only --arch transformer has it (this run is --arch lstm)", "O"),
+    (["train", "C", "--out", "O", "--preset", "transformer-tiny", "--config", "WT"],
+     "wdrop.toml: wdrop = 0.3: only --arch lstm has it", "O"),
     (["sweep", "C", "--grid", "six", "--out", "O", "--embeddings", "V", "--context", "64"],
      "--context 64: only --arch transformer has it, and no run of this grid", "O"),
     (["train", "C", "--out", "O", "--lr", "nan"], "--lr nan", "O"),
@@ -430,6 +435,8 @@ def places(speech_corpus, tmp_path_factory):
     (root / "range-grid.toml").write_text("[runs.a]\nlr = -1.0\n")
     (root / "dropout.toml").write_text("dropout = 1.5\n")
     (root / "init.toml").write_text('init = "glove,unigram"\n')
+    (root / "heads.toml").write_text("heads = 8\ncontext = 64\n")
+    (root / "wdrop.toml").write_text("wdrop = 0.3\n")
     pipe = tmp_path_factory.mktemp("pipe") / "out"   # not under root: reading it would block
     os.mkfifo(pipe)
     sweep = root / "damaged-sweep"           # a KeyError traceback in the report before
@@ -441,7 +448,7 @@ def places(speech_corpus, tmp_path_factory):
             "X": root / "nowhere", "L": root / "dangling",
             "W": root / "words.txt", "EV": root / "empty-valid", "GZ": root / "gz-docs", "E": root / "blank.txt", "SP": root / "specials.txt",
             "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
-            "IN": root / "init.toml",
+            "IN": root / "init.toml", "HD": root / "heads.toml", "WT": root / "wdrop.toml",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}
 
