@@ -90,6 +90,11 @@ def check_vocabulary_source(vocab, unk_threshold: int, extend_vocab: bool, embed
     (train, ngram, vocab, unk, stats) asks here."""
     if extend_vocab and not embeddings:
         raise LmlowError("--extend-vocab needs --embeddings FILE")
+    if extend_vocab and unk_threshold:       # (it added nothing, and said nothing)
+        raise LmlowError(f"--extend-vocab adds the vectors' words, whose training count is 0, "
+                         f"and --unk-threshold {unk_threshold} makes every word counted fewer "
+                         f"than {unk_threshold} times <unk>: give --unk-threshold 0 with it "
+                         "(the paper's K=0), or leave --extend-vocab out")
     if vocab and unk_threshold:
         raise LmlowError(f"--vocab {vocab} fixes the vocabulary; --unk-threshold {unk_threshold} "
                          "builds one from the training text: give one of them")

@@ -108,6 +108,13 @@ CASES = [
     (["train", "C", "--out", "O", "--preset", "tiny", "--vocab", "W", "--extend-vocab",
       "--embeddings", "V"], "--extend-vocab adds to one built from the training text", "O"),
     (["ngram", "C", "--out", "O", "--vocab", "W", "--unk-threshold", "2"], "give one of them", "O"),
+    # the vectors' words have training count 0: any K >= 1 made --extend-vocab add nothing
+    (["train", "C", "--out", "O", "--preset", "tiny", "--embeddings", "V", "--extend-vocab",
+      "--unk-threshold", "2"], "--unk-threshold 2 makes every word counted fewer", "O"),
+    (["vocab", "C", "--embeddings", "V", "--extend-vocab", "--unk-threshold", "1"],
+     "give --unk-threshold 0 with it", None),
+    (["stats", "C", "--embeddings", "V", "--extend-vocab", "--unk-threshold", "5"],
+     "--extend-vocab adds the vectors' words", None),
     (["sweep", "C", "--grid", "six", "--out", "O", "--embeddings", "V", "--preset", "tiny",
       "--vocab", "X/w.txt"], "X/w.txt: no such vocabulary file", "O"),
     (["sweep", "C", "--grid", "unk", "--out", "O", "--embeddings", "V", "--preset", "tiny",
