@@ -524,6 +524,21 @@ def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -
             raise OutOfRange(name, value, repr(value), f"choose one of {', '.join(allowed)}")
 
 
+class _TwiceGiven(Exception):
+    """A JSON object names a key twice."""
+
+
+def _unique_keys(pairs: list) -> dict:
+    """A JSON object's keys, each once: json keeps the last of a repeated key, so a second
+    ``"lr"`` won silently and a grid's second ``"runs": {"a": ...}`` dropped the first run."""
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _TwiceGiven(key)
+        seen[key] = value
+    return seen
+
+
 def load_table(path: Path) -> dict:
     """A TOML or JSON file's top-level table, with one-line errors."""
     from lmlow.data.textio import BOM, note_bom
@@ -535,7 +550,11 @@ def load_table(path: Path) -> dict:
         if text.startswith(BOM):          # Notepad's UTF-8: TOML and JSON parsers refuse it
             note_bom(path)
             text = text[1:]
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        data = tomllib.loads(text) if path.suffix == ".toml" else \
+            json.loads(text, object_pairs_hook=_unique_keys)
+    except _TwiceGiven as e:
+        raise LmlowError(f"{path}: key {e.args[0]!r} given twice in one table; give each "
+                         "once") from None
     except FileNotFoundError:
         raise LmlowError(f"{path}: no such file") from None
     except IsADirectoryError:

@@ -202,6 +202,11 @@ CASES = [
     (["train", "C", "--out", "O", "--config", "X/c.toml"], "X/c.toml: no such file", "O"),
     (["train", "C", "--out", "O", "--config", "T"], "lr = 'fast'", "O"),
     (["train", "C", "--out", "O", "--config", "U"], "unknown setting 'learning_rate'", "O"),
+    # a repeated JSON key: the last won (TOML refused it); a grid's second run of one name
+    # dropped the first from the plan
+    (["train", "C", "--out", "O", "--config", "DJ"], "dup.json: key 'lr' given twice", "O"),
+    (["sweep", "C", "--grid", "DG", "--out", "O", "--preset", "tiny", "--dry-run"],
+     "grid.json: key 'a' given twice", "O"),
     # train: inputs and outputs
     (["train", "B", "--out", "O", "--preset", "tiny"], "not valid UTF-8", "O"),
     (["train", "C", "--out", "O", "--preset", "tiny", "--tie", "no", "--init", "glove",
@@ -443,6 +448,8 @@ def places(speech_corpus, tmp_path_factory):
     (root / "dropout.toml").write_text("dropout = 1.5\n")
     (root / "init.toml").write_text('init = "glove,unigram"\n')
     (root / "heads.toml").write_text("heads = 8\ncontext = 64\n")
+    (root / "dup.json").write_text('{"lr": -1, "lr": 0.01, "preset": "tiny"}\n')
+    (root / "grid.json").write_text('{"runs": {"a": {"tie": true}, "a": {"tie": false}}}\n')
     (root / "wdrop.toml").write_text("wdrop = 0.3\n")
     pipe = tmp_path_factory.mktemp("pipe") / "out"   # not under root: reading it would block
     os.mkfifo(pipe)
@@ -456,6 +463,7 @@ def places(speech_corpus, tmp_path_factory):
             "W": root / "words.txt", "EV": root / "empty-valid", "GZ": root / "gz-docs", "E": root / "blank.txt", "SP": root / "specials.txt",
             "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
             "IN": root / "init.toml", "HD": root / "heads.toml", "WT": root / "wdrop.toml",
+            "DJ": root / "dup.json", "DG": root / "grid.json",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}
 
