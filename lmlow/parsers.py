@@ -302,7 +302,12 @@ def _sweep_parser(sub) -> None:
     add_settings(p.add_argument_group("SLURM (refused without --executor slurm; each task "
                                       "trains one run)"),
                  SlurmOptions)
-    _add_config_args(p, skip=("embeddings", "seed"))
+    from lmlow.config import defaults
+
+    preset = SweepOptions().preset        # a sweep's runs start from it, not the paper's
+    _add_config_args(p, skip=("embeddings", "seed"), defaults=defaults(preset),
+                     heading=f"settings of every run (default: the {preset} preset's values; "
+                     "--preset changes them)")
     p.set_defaults(run="sweep")
 
 
@@ -478,12 +483,16 @@ def _bias_sweep_parser(sub) -> None:
 COMMANDS = (_prepare_parser, _vocab_parser, _unk_parser, _stats_parser, _embed_parser, _neighbours_parser, _train_parser, _ngram_parser, _eval_parser, _score_parser, _predict_parser, _sweep_parser, _sweep_task_parser, _report_parser, _analyze_parser, _compare_parser, _generate_parser, _bias_sweep_parser, _export_parser)
 
 
-def _add_config_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    """One flag per Config field: the dataclass is the single source of truth."""
+def _add_config_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = (),
+                     defaults: dict | None = None,
+                     heading: str = "settings (default: Merity et al.'s PTB values; presets "
+                                    "change some)") -> None:
+    """One flag per Config field: the dataclass is the single source of truth; ``defaults``:
+    the values shown where a command starts from a preset (a sweep's runs)."""
     from lmlow.config import Config
 
-    g = p.add_argument_group("settings (default: Merity et al.'s PTB values; presets change some)")
-    add_settings(g, Config, skip=("corpus", "preset", *skip))
+    add_settings(p.add_argument_group(heading), Config, skip=("corpus", "preset", *skip),
+                 defaults=defaults)
 
 
 def _version() -> str:

@@ -381,3 +381,17 @@ def test_a_local_runs_failure_is_its_status_and_a_run_never_started_says_so(spee
     line = next(l for l in lmlow("sweep", out, "--status").stdout.splitlines()
                 if "standard.seed1" in l)
     assert "| not started" in line, line
+
+
+def test_sweep_help_shows_the_defaults_its_runs_start_from():
+    """A sweep's runs start from the small preset (its --dry-run prints --preset small), but
+    its --help showed the paper preset's values: --lr 30.0, sgd, 750 epochs. It shows the
+    small preset's now, and train's help the paper's as before."""
+    from lmlow.config import PRESETS
+
+    small = PRESETS["small"]
+    sweep, train = (" ".join(lmlow(c, "--help").stdout.split()) for c in ("sweep", "train"))
+    assert f"--lr LR learning rate (default: {small['lr']};" in sweep
+    assert f"(default: {small['optimizer']};" in sweep and "(default: 30.0;" not in sweep
+    assert "settings of every run (default: the small preset's values" in sweep
+    assert "--lr LR learning rate (default: 30.0;" in train
