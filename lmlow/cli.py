@@ -58,6 +58,10 @@ def cmd_vocab(args) -> None:
     from lmlow.files import refuse_compressed, refuse_overwrite
 
     _refuse_unused_vectors(args, "vocab")
+    unused = [flag for flag, given in (("--counts", args.counts), ("--force", args.force)) if given]
+    if unused and not args.out:           # (accepted, and nothing was written)
+        raise LmlowError(f"{unused[0]}: a setting of the word list --out FILE writes; give "
+                         "--out FILE, or leave it out")
     if args.out:
         refuse_compressed(args.out)
         refuse_overwrite([args.out], args.force)

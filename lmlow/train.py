@@ -1045,6 +1045,9 @@ def run_command(corpus: Path | None, out: Path | None, resume_dir: Path | None =
 
     settings = dict(settings or {})
     if resume_dir:
+        if force:                     # (accepted, and did nothing)
+            raise LmlowError("--force: --resume continues the run in its own folder and "
+                             "overwrites nothing; leave --force out")
         if nproc > 1:
             check_resumable(RunDir(resume_dir).last, nproc, settings.get("device"))
             return relaunch(nproc, argv)

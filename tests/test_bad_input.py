@@ -119,6 +119,10 @@ CASES = [
       "--vocab", "X/w.txt"], "X/w.txt: no such vocabulary file", "O"),
     (["sweep", "C", "--grid", "unk", "--out", "O", "--embeddings", "V", "--preset", "tiny",
       "--vocab", "W"], "--unk-threshold 1 builds one", "O"),
+    # flags that did nothing: vocab's list settings without the list, --force on a resume
+    (["vocab", "C", "--counts"], "--counts: a setting of the word list --out FILE writes", None),
+    (["vocab", "C", "--force"], "--force: a setting of the word list", None),
+    (["train", "--resume", "R", "--force"], "--force: --resume continues the run in its own", None),
     (["stats", "C", "--thresholds", "1,x"], "--thresholds", None),
     (["stats", "C", "--pretrain", "X/p.txt"], "X/p.txt: no such file", None),
     (["stats", "D"], "missing train.txt", None),
