@@ -285,6 +285,9 @@ class Config:
                              "input too (use --init glove, or --tie no)")
         if self.tie and self.out_size not in (None, self.emb_size):
             raise LmlowError("a tied model needs --out-size equal to --emb-size")
+        for key in ("embeddings", "vocab"):       # "" was taken for none (Python, a file)
+            if getattr(self, key) == "":
+                raise OutOfRange(key, "", "''", "an empty path; name a file, or leave it out")
         check_vocabulary_source(self.vocab, self.unk_threshold, self.extend_vocab, self.embeddings)
         if self.freeze_input_rows == "pretrained":
             if not self.input_frozen:
@@ -486,8 +489,11 @@ def bool_value(value, where: str, what: str) -> bool:
 
 
 def path_value(value, where: str, what: str) -> Path:
-    """:func:`text_value` as a path."""
-    return Path(text_value(value, where, what))
+    """:func:`text_value` as a path, never empty (``Path("")`` is the current folder)."""
+    text = text_value(value, where, what)
+    if not text:
+        raise LmlowError(f"{where}: {what} = '': an empty path; name a file or folder")
+    return Path(text)
 
 
 @contextmanager
@@ -731,8 +737,37 @@ def defaults(preset: str | None) -> dict:
     return dict(PRESETS[preset], preset=preset)
 
 
-def build_config(preset: str | None = None, file: Path | None = None, **overrides) -> Config:
-    """Defaults <- preset <- config file <- explicit overrides (CLI flags), then validated."""
+# settings that only matter under another one: (whether this config reads it, the condition)
+IDLE_UNLESS = {
+    "step_size": (lambda c: c.schedule == "step", "--schedule step"),
+    "gamma": (lambda c: c.schedule in ("step", "plateau"), "--schedule step or plateau"),
+    "nonmono": (lambda c: c.optimizer == "sgd" and c.asgd, "--optimizer sgd with NT-ASGD"),
+    "asgd": (lambda c: c.optimizer == "sgd", "--optimizer sgd"),
+    "smoothing_prior": (lambda c: c.label_smoothing > 0, "--label-smoothing above 0"),
+    "min_improvement": (lambda c: c.patience > 0 or c.schedule == "plateau",
+                        "--patience above 0 or --schedule plateau"),
+}
+
+
+def idle_settings(cfg: Config, given: dict) -> list[str]:
+    """One note for each setting the user gave (a flag, or a config file's value other than
+    the preset's) that this configuration never reads: ``--gamma 0.1`` under ``--schedule
+    none`` trained as if it were not there, without a word. Notes, not errors: a script may
+    pass one set of flags to runs of several optimisers (experiments/ptb-budget/explore.sh)."""
+    def flag(key, value):
+        name = "--" + key.replace("_", "-")
+        return (name if value else "--no-" + name[2:]) if isinstance(value, bool) else \
+            f"{name} {value}"
+
+    return [f"{flag(k, v)} does nothing here: it applies under {needs}"
+            for k, v in given.items() if k in IDLE_UNLESS
+            for reads, needs in [IDLE_UNLESS[k]] if not reads(cfg)]
+
+
+def build_config(preset: str | None = None, file: Path | None = None, notes: list | None = None,
+                 **overrides) -> Config:
+    """Defaults <- preset <- config file <- explicit overrides (CLI flags), then validated;
+    ``notes`` (a list) gets :func:`idle_settings`' lines."""
     from_file = read_settings(file) if file is not None else {}
     if preset is None and from_file.get("preset") not in (None, *PRESETS):
         raise LmlowError(f"{file}: preset = {from_file['preset']!r}: choose one of "
@@ -761,6 +796,9 @@ def build_config(preset: str | None = None, file: Path | None = None, **override
         if name not in given and ignored_by(cfg.arch, name, value) and value != base.get(name):
             raise LmlowError(f"{file}: {name} = {value!r}: only --arch {ARCH_ONLY[name]} has it "
                              f"(this run is --arch {cfg.arch}); leave it out")
+    if notes is not None:
+        notes += idle_settings(cfg, {**{k: v for k, v in from_file.items() if v != base.get(k)},
+                                     **given})
     return cfg
 
 

@@ -1058,12 +1058,15 @@ def run_command(corpus: Path | None, out: Path | None, resume_dir: Path | None =
         raise LmlowError("give --out RUN_DIR (or --resume RUN_DIR)")
     if corpus is not None:
         settings["corpus"] = str(corpus)
-    cfg = build_config(preset, config, **settings)
+    notes = []
+    cfg = build_config(preset, config, notes=notes, **settings)
     if not cfg.corpus:
         raise LmlowError("give a CORPUS folder (or corpus in --config)")
     if nproc > 1:
         _check_launchable(cfg, out, force, nproc)
-        return relaunch(nproc, argv)
+        return relaunch(nproc, argv)               # (its first process says the notes)
+    for note in notes if world_from_env().main else ():
+        print(f"lmlow: note: {note}", file=sys.stderr)    # (--quiet too: a sweep's runs)
     summary = train(cfg, out, force=force, quiet=quiet)
     return summary if world_from_env().main else None
 

@@ -458,3 +458,28 @@ def test_a_diverged_model_has_an_infinite_perplexity_not_a_traceback(tmp_path):
     assert r.returncode == 0, r.stderr
     ev = json.loads(r.stdout)
     assert ev["perplexity"] is None and ev["cross_entropy"] > 710
+
+
+def test_a_setting_the_run_never_reads_is_noted(speech_corpus, tmp_path):
+    """--gamma 0.1 under --schedule none, --no-asgd under Adam, --smoothing-prior without
+    label smoothing, a config file's min_improvement without patience: each trained as if
+    absent, without a word. One note each now (not an error: one script may pass one set of
+    flags to runs of several optimisers); a value the run reads, or the preset's own, is not
+    noted."""
+    (tmp_path / "c.toml").write_text("min_improvement = 0.01\nstep_size = 1\n")
+    r = lmlow("train", speech_corpus, "--out", tmp_path / "a", "--preset", "tiny",
+              "--max-steps", "1", "--threads", "1", "--quiet", "--gamma", "0.1", "--no-asgd",
+              "--smoothing-prior", "unigram", "--config", tmp_path / "c.toml")
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stderr.splitlines() if line.startswith("lmlow: note:")]
+    assert notes == [
+        "lmlow: note: --min-improvement 0.01 does nothing here: it applies under --patience "
+        "above 0 or --schedule plateau",
+        "lmlow: note: --gamma 0.1 does nothing here: it applies under --schedule step or plateau",
+        "lmlow: note: --no-asgd does nothing here: it applies under --optimizer sgd",
+        "lmlow: note: --smoothing-prior unigram does nothing here: it applies under "
+        "--label-smoothing above 0"], r.stderr
+    r = lmlow("train", speech_corpus, "--out", tmp_path / "b", "--preset", "tiny",
+              "--max-steps", "1", "--threads", "1", "--quiet", "--schedule", "step",
+              "--gamma", "0.1", "--optimizer", "sgd", "--asgd", "--nonmono", "3")
+    assert r.returncode == 0 and "note" not in r.stderr, r.stderr
