@@ -130,7 +130,19 @@ def _argument(cls, f, default) -> dict:
         return {"metavar": "LIST", **kw, "type": str_list}
     kind = _value_type(cls, f)
     ranged = getattr(cls, "RANGES", {}).get(f.name)
+    if kind is str:                          # a path or a name: "" is no value (path_arg)
+        return {**kw, "type": _nonempty}
     return {**kw, "type": _in_range(kind, ranged) if ranged and kind in (int, float) else kind}
+
+
+def _nonempty(text: str) -> str:
+    """A text setting's type (a path, a name, a SLURM value): never empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty value; give one, or leave the flag out")
+    return text
+
+
+_nonempty.__name__ = "text"
 
 
 def _in_range(kind, text: str):
@@ -175,7 +187,7 @@ def settings_from(args: argparse.Namespace, cls, skip=()) -> dict:
 
 def add_run(p, what: str = "run folder", checkpoint: bool = True, device: bool = True) -> None:
     """RUN_DIR and where its model runs: ``--checkpoint`` (LSTM runs) and ``--device``."""
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help=what)
+    p.add_argument("run_dir", type=path_arg, metavar="RUN_DIR", help=what)
     if checkpoint:
         p.add_argument("--checkpoint", choices=["best", "last"], default=None,
                        help="which checkpoint of an LSTM run: best by validation perplexity, "
@@ -206,21 +218,30 @@ def thread_count(text: str) -> int:
     return value
 
 
+def path_arg(text: str) -> Path:
+    """A path argument's type: never empty. ``Path("")`` is the current folder, so an empty
+    ``--out ""`` (an unset shell variable, say) wrote a run's files into it, and an empty
+    ``--vocab ""`` was taken for no word list."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path; name a file or folder")
+    return Path(text)
+
+
 def output_path(text: str) -> Path:
-    """``--out``'s type: a path to write, never ``-``. lmlow writes files and folders, not
-    standard output, and a file named ``-`` is what `--out -` made before, where the Unix
-    habit expects the terminal."""
+    """``--out``'s type: a path to write, never ``-`` nor empty. lmlow writes files and
+    folders, not standard output, and a file named ``-`` is what `--out -` made before, where
+    the Unix habit expects the terminal."""
     if text == "-":
         raise argparse.ArgumentTypeError("'-' is standard output, which lmlow writes no "
                                          "outputs to; name a path (./- for one called '-')")
-    return Path(text)
+    return path_arg(text)
 
 
 def input_path(text: str) -> Path:
     """A streamed input's type (`score FILE`, `predict --file`, `prepare INPUT`): ``-`` is
     standard input, as the Unix habit has it (``... | lmlow score RUN -``), read as
     ``/dev/stdin``; ./- names a file called '-'."""
-    return Path("/dev/stdin") if text == "-" else Path(text)
+    return Path("/dev/stdin") if text == "-" else path_arg(text)
 
 
 def add_output(p, what: str, required: bool = True, json: str | None = None,
@@ -240,13 +261,13 @@ def add_allow_pickle(p) -> None:
 
 def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
     """A corpus read under the UNK rule, optionally with the words of a vector file."""
-    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
+    p.add_argument("corpus", type=path_arg, help="corpus folder with train/valid/test.txt")
     from lmlow.config import VOCAB_HELP, Config
 
     unk = next(f for f in fields(Config) if f.name == "unk_threshold")   # one definition
     p.add_argument(*unk_flags, **{**_argument(Config, unk, unk.default), "metavar": "K"})
     p.set_defaults(unk_threshold=unk.default)
-    p.add_argument("--embeddings", type=Path, metavar="FILE",
+    p.add_argument("--embeddings", type=path_arg, metavar="FILE",
                    help=f"pretrained vectors (GloVe text, word2vec text/.bin, lmlow .npz) "
                    f"{embeddings_what}")
     add_allow_pickle(p)
@@ -254,7 +275,7 @@ def add_corpus(p, embeddings_what: str, unk_flags=("--unk-threshold",)) -> None:
                    help="add the words of --embeddings to the vocabulary (they have training "
                    "count 0, so they stay words only when K=0): rare words the vectors cover "
                    "are then predicted as words instead of <unk>")
-    p.add_argument("--vocab", type=Path, metavar="FILE", help=VOCAB_HELP)
+    p.add_argument("--vocab", type=path_arg, metavar="FILE", help=VOCAB_HELP)
 
 
 __all__ = ["add_corpus", "add_output", "add_run", "add_settings", "at_least", "comma_list",

@@ -10,7 +10,8 @@ import textwrap
 from pathlib import Path
 
 from lmlow.flags import (add_allow_pickle, add_corpus, add_output, add_run, add_settings,
-                         add_threads, at_least, input_path, output_path, unk_thresholds)
+                         add_threads, at_least, input_path, output_path, path_arg,
+                         unk_thresholds)
 
 
 class Formatter(argparse.HelpFormatter):
@@ -99,7 +100,7 @@ def _stats_parser(sub) -> None:
                        "types/tokens the UNK rule replaces for several K (Table 3), OOV rates of "
                        "valid/test, and coverage by an embedding file.")
     add_corpus(p, "whose coverage of the corpus to report")
-    p.add_argument("--pretrain", type=Path, metavar="FILE",
+    p.add_argument("--pretrain", type=path_arg, metavar="FILE",
                    help="in-domain pretraining text, for Table 4's Pretrain and Train-in-Pre columns")
     from lmlow.data.stats import THRESHOLDS
     p.add_argument("--thresholds", type=unk_thresholds, default=list(THRESHOLDS), metavar="LIST",
@@ -119,10 +120,10 @@ def _embed_parser(sub) -> None:
                        "of the 100 rarest words' vectors (GloVe's convention), or its own trained "
                        "vector when the text contains <unk>. Writes GloVe text (--out NAME.txt) and "
                        "lmlow's fast, pickle-free NAME.npz beside it.")
-    p.add_argument("texts", nargs="+", type=Path, metavar="TEXT",
+    p.add_argument("texts", nargs="+", type=path_arg, metavar="TEXT",
                    help="tokenised text files (e.g. from lmlow prepare --no-split), streamed")
     add_output(p, "output vectors, GloVe text format")
-    p.add_argument("--tmp-dir", type=Path, default=None,
+    p.add_argument("--tmp-dir", type=path_arg, default=None,
                    help="where the co-occurrence files go (default: the system's temp folder); "
                    "may be shared by several embeds (a cluster's scratch): a killed one's "
                    "folder is removed by the next, a live one's never")
@@ -135,7 +136,7 @@ def _neighbours_parser(sub) -> None:
     p = sub.add_parser("neighbours", aliases=["neighbors"], help="nearest neighbours of words",
                        description="Print the nearest neighbours (cosine similarity) of each "
                        "WORD in a vector file: a quick look at whether vectors make sense.")
-    p.add_argument("vectors", type=Path, help="vector file (GloVe/word2vec text, .bin, .npz)")
+    p.add_argument("vectors", type=path_arg, help="vector file (GloVe/word2vec text, .bin, .npz)")
     add_allow_pickle(p)
     p.add_argument("words", nargs="+", metavar="WORD")
     from lmlow.embeddings import NEIGHBOURS
@@ -157,12 +158,12 @@ def _train_parser(sub) -> None:
                        epilog=f"What the converged tables recommend: "
                        f"{recommendation.command('data/ptb', 'vectors.txt', 'runs/ours')}. "
                        f"{recommendation.summary()}")
-    p.add_argument("corpus", nargs="?", type=Path, help="corpus folder (with --resume: only if "
+    p.add_argument("corpus", nargs="?", type=path_arg, help="corpus folder (with --resume: only if "
                    "the run's corpus moved, its new place, checked against the run's fingerprint)")
     p.add_argument("--out", type=output_path, metavar="RUN_DIR", help="run folder to create")
-    p.add_argument("--resume", type=Path, metavar="RUN_DIR",
+    p.add_argument("--resume", type=path_arg, metavar="RUN_DIR",
                    help="continue a stopped run from RUN_DIR/last.pt (budget flags may be raised)")
-    p.add_argument("--config", type=Path, metavar="FILE", help="settings file (.toml or .json)")
+    p.add_argument("--config", type=path_arg, metavar="FILE", help="settings file (.toml or .json)")
     p.add_argument("--preset", choices=list(PRESETS), help=preset_help())
     p.add_argument("--force", action="store_true", help="start over in a non-empty --out folder")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -187,7 +188,7 @@ def _ngram_parser(sub) -> None:
                        "--reset-lines`). Example: lmlow ngram data/ptb --order 5 --out runs/ptb-kn5")
     from lmlow.ngram import NgramOptions
 
-    p.add_argument("corpus", type=Path, help="corpus folder with train/valid/test.txt")
+    p.add_argument("corpus", type=path_arg, help="corpus folder with train/valid/test.txt")
     add_output(p, "run folder to create", force="replace an existing run in --out")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     add_settings(p, NgramOptions)
@@ -204,7 +205,7 @@ def _eval_parser(sub) -> None:
     from lmlow.runs import EvalOptions
 
     add_run(p)
-    p.add_argument("--corpus", type=Path, help="evaluate on another corpus folder (same vocabulary)")
+    p.add_argument("--corpus", type=path_arg, help="evaluate on another corpus folder (same vocabulary)")
     add_settings(p, EvalOptions)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run="eval")
@@ -285,7 +286,7 @@ def _sweep_parser(sub) -> None:
                        "either way).",
                        epilog="Example: lmlow sweep data/ptb --grid six --out sweeps/ptb-six "
                        "--embeddings vectors/ptb.200d.txt --seeds 1,2,3 --max-time 5")
-    p.add_argument("corpus", type=Path, help="corpus folder (with --status or --cancel: the "
+    p.add_argument("corpus", type=path_arg, help="corpus folder (with --status or --cancel: the "
                    "sweep folder)")
     p.add_argument("--out", type=output_path, help="sweep folder (created)")
     add_settings(p, SweepOptions)
@@ -317,8 +318,8 @@ def _sweep_task_parser(sub) -> None:
                        "(new, resumed, or nothing if finished), passing SIGTERM on and requeueing "
                        "itself on SIGUSR1 (the time limit is near). `lmlow sweep --executor slurm` "
                        "writes job scripts that call it.")
-    p.add_argument("sweep_dir", type=Path)
-    p.add_argument("runs_file", type=Path)
+    p.add_argument("sweep_dir", type=path_arg)
+    p.add_argument("runs_file", type=path_arg)
     p.add_argument("index", type=at_least(0))
     p.add_argument("--gpus", type=at_least(0), default=0, help="GPUs of the task (>1: --nproc)")
     p.add_argument("--threads", type=at_least(1), help="CPU cores of the task: the run's --threads "
@@ -334,8 +335,8 @@ def _report_parser(sub) -> None:
                        "minutes; worst first, as in the paper's Table 1, with a warning where rows are "
                        "over different tokens) and curves.png (the validation curves of all "
                        "runs).")
-    p.add_argument("sweep_dir", type=Path, help="sweep folder")
-    p.add_argument("--baseline", type=Path, action="append", default=None,
+    p.add_argument("sweep_dir", type=path_arg, help="sweep folder")
+    p.add_argument("--baseline", type=path_arg, action="append", default=None,
                    help="a run folder (e.g. `lmlow ngram` output) added as a row; give it once per "
                    "baseline (e.g. one 5-gram per --train-fraction)")
     p.add_argument("--paired", metavar="CONFIG",
@@ -383,7 +384,7 @@ def _analyze_parser(sub) -> None:
 
     add_run(p, "LSTM run folder")
     add_settings(p, AnalyzeOptions)
-    p.add_argument("--corpus", type=Path, help="read the split from another corpus folder")
+    p.add_argument("--corpus", type=path_arg, help="read the split from another corpus folder")
     add_output(p, "output folder (default: RUN_DIR/analysis)", required=False,
                json="print the summary numbers as JSON",
                force="overwrite an earlier analysis in --out")
@@ -404,7 +405,7 @@ def _compare_parser(sub) -> None:
                        "--out experiments/frequency/compare")
     from lmlow.analysis.commands import CompareOptions
 
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders")
+    p.add_argument("runs", nargs="+", type=path_arg, metavar="RUN_DIR", help="run folders")
     add_settings(p, CompareOptions)
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--csv", action="store_true", help="print CSV instead of Markdown")
@@ -474,7 +475,7 @@ def _bias_sweep_parser(sub) -> None:
     add_run(p, "LSTM run folder")
     add_settings(p, BiasSweepOptions)
     add_settings(p.add_argument_group("sampling"), Sampling, skip=("bias_scale",))
-    p.add_argument("--corpus", type=Path, help="read the split from another corpus folder")
+    p.add_argument("--corpus", type=path_arg, help="read the split from another corpus folder")
     add_output(p, "output folder (default: RUN_DIR/bias-sweep)", required=False,
                json="print the result as JSON", force="overwrite an earlier sweep in --out")
     p.set_defaults(run="bias-sweep")

@@ -117,3 +117,17 @@ def test_fit_sweep_and_results_make_what_sweep_and_report_make(speech_corpus, ve
     with pytest.raises(LmlowError, match=r"^lmlow.fit_sweep: out = None: expected text or a "):
         lmlow.fit_sweep(speech_corpus, None, "six", preset="tiny")
     assert not (tmp_path / "bad").exists()
+
+
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder_or_none(speech_corpus,
+                                                                          tmp_path,
+                                                                          monkeypatch):
+    """``out=""`` trained into the current folder (``Path("")`` is "."), ``vocab=""`` built
+    the UNK rule's vocabulary as if none were given: one line naming the keyword now, and
+    nothing written."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LmlowError, match=r"^lmlow.fit: out = '': an empty path"):
+        lmlow.fit(speech_corpus, "", preset="tiny", max_steps=1)
+    with pytest.raises(LmlowError, match=r"^lmlow.fit: vocab = '': an empty path"):
+        lmlow.fit(speech_corpus, tmp_path / "v", preset="tiny", max_steps=1, vocab="")
+    assert list(tmp_path.iterdir()) == []

@@ -119,6 +119,14 @@ CASES = [
       "--vocab", "X/w.txt"], "X/w.txt: no such vocabulary file", "O"),
     (["sweep", "C", "--grid", "unk", "--out", "O", "--embeddings", "V", "--preset", "tiny",
       "--vocab", "W"], "--unk-threshold 1 builds one", "O"),
+    # an empty path: Path("") is the current folder (a run's files were written into it),
+    # and an empty --vocab was taken for none
+    (["train", "C", "--out", "", "--preset", "tiny"], "argument --out: an empty path", None),
+    (["train", "C", "--out", "O", "--preset", "tiny", "--vocab", ""],
+     "argument --vocab: an empty value", "O"),
+    (["stats", "C", "--vocab", ""], "argument --vocab: an empty path", None),
+    (["sweep", "C", "--grid", "six", "--out", "O", "--executor", "slurm", "--partition", ""],
+     "argument --partition: an empty value", "O"),
     # flags that did nothing: vocab's list settings without the list, --force on a resume
     (["vocab", "C", "--counts"], "--counts: a setting of the word list --out FILE writes", None),
     (["vocab", "C", "--force"], "--force: a setting of the word list", None),
