@@ -458,6 +458,14 @@ def in_range(value: float, text: str) -> bool:
             and (value <= hi if hi_in else value < hi))
 
 
+def range_rule(value: float, text: str) -> str:
+    """What a value outside interval ``text`` must be: ``must be > 0``, and ``and finite``
+    where the interval is open to infinity and the value is inf or NaN (``--lr inf: must be
+    > 0`` read as a contradiction)."""
+    finite = " and finite" if text.endswith("inf)") and not math.isfinite(value) else ""
+    return f"must be {describe_range(text)}{finite}"
+
+
 class OutOfRange(LmlowError):
     """A setting outside its range or choices. Its message names the flag (``--lr -1: must be
     > 0``); where the value came from a file or a Python call instead, :meth:`named` says so
@@ -522,8 +530,7 @@ def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -
             raise OutOfRange(name, value, str(value), f"must be {describe_range(text)} and fit "
                              "in 64 bits")
         if not in_range(value, text):
-            finite = " and finite" if text.endswith("inf)") and not math.isfinite(value) else ""
-            raise OutOfRange(name, value, f"{value:g}", f"must be {describe_range(text)}{finite}")
+            raise OutOfRange(name, value, f"{value:g}", range_rule(value, text))
     for name, allowed in choices.items():
         value = getattr(obj, name)
         if value not in allowed:

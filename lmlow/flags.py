@@ -148,7 +148,7 @@ _nonempty.__name__ = "text"
 def _in_range(kind, text: str):
     """An argparse type for numbers of ``kind`` inside the interval ``text``: a value out of
     range is refused while the command line is read, naming the flag and the range."""
-    from lmlow.config import in_range
+    from lmlow.config import in_range, range_rule
 
     def parse(value: str):
         try:
@@ -157,7 +157,7 @@ def _in_range(kind, text: str):
             raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}"
                                              f", got {value!r}") from None
         if not in_range(x, text):
-            raise argparse.ArgumentTypeError(f"{value} must be {describe_range(text)}")
+            raise argparse.ArgumentTypeError(f"{value} {range_rule(x, text)}")
         return x
     parse.__name__ = f"{kind.__name__} {describe_range(text)}"
     return parse

@@ -174,6 +174,7 @@ CASES = [
     (["sweep", "C", "--grid", "six", "--out", "O", "--embeddings", "V", "--context", "64"],
      "--context 64: only --arch transformer has it, and no run of this grid", "O"),
     (["train", "C", "--out", "O", "--lr", "nan"], "--lr nan", "O"),
+    (["train", "C", "--out", "O", "--lr", "inf"], "--lr inf: must be > 0 and finite", "O"),
     (["train", "C", "--out", "O", "--lr", "0"], "--lr 0", "O"),
     (["train", "C", "--out", "O", "--clip", "-1"], "--clip -1", "O"),
     (["train", "C", "--out", "O", "--max-steps", "-1"], "--max-steps -1", "O"),
@@ -519,7 +520,7 @@ def test_no_traceback_from_the_real_executable(places):
     """The table runs in-process; one case through a real subprocess, as a user would."""
     r = subprocess.run([sys.executable, "-m", "lmlow.cli", "train", str(places["C"]), "--out",
                         str(places["root"] / "o"), "--lr", "nan"], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--lr nan: must be > 0" in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--lr nan: must be > 0 and finite" in r.stderr
 
 
 def test_gzip_corpus_error_names_the_file(tmp_path, capsys):
