@@ -147,3 +147,19 @@ def test_vector_load_reads_both_formats_as_gensim_does(tmp_path, name):
     run("vector_load.py", f, "--make", "--words", "300", "--dim", "8")
     out = run("vector_load.py", f, "--repeat", "1")
     assert "300 words x 8 dims" in out and "same words and float32 bits: True" in out
+
+
+def test_prepare_memory_prepares_both_folders_with_the_code_asked_for(speech_corpus, tmp_path):
+    """benchmarks/prepare_memory.py on a small text: both folders prepared, a row each; and
+    --code that python would not import from is refused (from a checkout, `python -m` took
+    the checkout's lmlow instead, and two commits measured the same code)."""
+    text = speech_corpus / "train.txt"
+    out = run("prepare_memory.py", "--sources", text, text, "--work", tmp_path / "w",
+              "--pieces", "3", "--label", "here")
+    rows = [json.loads(line) for line in (tmp_path / "w" / "prepare_memory.jsonl").open()]
+    assert [r["folder"] for r in rows] == ["one-large", "all-small"] and "| here |" in out
+    assert all(r["peak_rss_mb"] > 0 and r["input_mb"] == rows[0]["input_mb"] for r in rows)
+    r = subprocess.run([sys.executable, str(BENCH / "prepare_memory.py"), "--sources", text,
+                        "--work", tmp_path / "w", "--code", tmp_path], capture_output=True,
+                       text=True)
+    assert r.returncode != 0 and "python imports lmlow from" in r.stderr
