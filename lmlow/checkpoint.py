@@ -242,6 +242,12 @@ def checkpoint_processes(path: Path) -> int:
     return load_checkpoint(path, mmap=True).get("processes", 1)
 
 
+def checkpoint_state(path: Path) -> dict:
+    """The training state checkpoint ``path`` was saved in (``RunState``'s fields: completed
+    ``epoch``s, ``tokens`` read, ...; empty if it records none)."""
+    return load_checkpoint(path, mmap=True).get("state") or {}
+
+
 def checkpoint_vocabulary(ck: dict, cfg: Config) -> Vocabulary:
     return Vocabulary(ck["vocab"], ck["counts"], cfg.unk_threshold)
 

@@ -76,6 +76,19 @@ def mappable(cfg: Config, where: str, side: str = "inputs") -> None:
         raise LmlowError(f"{where}: {reason}")
 
 
+def read_once(state: dict, counts: np.ndarray, where: str, flag: str) -> None:
+    """Refuse, in one line, a checkpoint saved before its run had read its training text once
+    (its ``RunState``: no completed ``epoch``). The counts that pick the rows are the whole
+    text's (or its --train-fraction part's): stopped inside its first epoch (--max-steps,
+    --max-time), a run leaves the rows of words it did not reach yet as they were, and fits on
+    rows that never moved (R^2 0.995 after 9 tokens read), a silently wrong model."""
+    if state.get("epoch", 0) < 1:
+        raise LmlowError(f"{where}: {flag} needs a run trained for at least one full epoch: "
+                         "the map picks its rows by the counts of the whole training text "
+                         f"({int(counts.sum()):,} tokens), and this checkpoint was saved after "
+                         f"reading {state.get('tokens', 0):,}")
+
+
 SAME = 0.99    # cosine of the unread rows with the file's vectors, at least
 
 
@@ -182,17 +195,20 @@ def map_unseen_outputs(model: torch.nn.Module, cfg: Config, words: list[str],
 
 def map_unseen(model: torch.nn.Module, cfg: Config, words: list[str], counts: np.ndarray,
                where: str, inputs: bool = False, outputs: bool = False,
-               recorded: dict | None = None) -> tuple[MappedInputs | None, MappedOutputs | None]:
+               recorded: dict | None = None, state: dict | None = None
+               ) -> tuple[MappedInputs | None, MappedOutputs | None]:
     """The maps asked for (``--map-unseen-inputs``, ``--map-unseen-outputs``), each refused
     before any file is read, the run's vectors read once for both (``recorded``: as
-    :func:`run_vectors`'s)."""
+    :func:`run_vectors`'s; ``state``: the training state the checkpoint was saved in, which
+    must have read its text once, :func:`read_once`)."""
     if inputs:
         mappable(cfg, where)
     if outputs:
         mappable(cfg, where, "outputs")
     if not (inputs or outputs):
         return None, None
-    vectors = run_vectors(cfg, words, "--map-unseen-inputs" if inputs else "--map-unseen-outputs",
-                          recorded)
+    flag = "--map-unseen-inputs" if inputs else "--map-unseen-outputs"
+    read_once(state or {}, counts, where, flag)
+    vectors = run_vectors(cfg, words, flag, recorded)
     return (map_unseen_inputs(model, cfg, words, counts, where, vectors) if inputs else None,
             map_unseen_outputs(model, cfg, words, counts, where, vectors) if outputs else None)

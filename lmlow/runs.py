@@ -39,8 +39,9 @@ class LSTMRun(Scorer):
     def __init__(self, run_dir: Path, checkpoint: str | None = None, device: str = "auto",
                  batch_size: int | None = None, bias_scale: float = 1.0,
                  map_unseen_inputs: bool = False, map_unseen_outputs: bool = False):
-        from lmlow.checkpoint import fast_matmuls, load_model   # (torch: not at import, so
-        from lmlow.input_map import map_unseen                  # the CLI starts without it)
+        # torch, imported here, not with the module: the CLI starts without it
+        from lmlow.checkpoint import checkpoint_state, fast_matmuls, load_model
+        from lmlow.input_map import map_unseen
 
         self.run = RunDir(run_dir).require(LSTM)
         self.run_dir = self.run.path
@@ -61,10 +62,12 @@ class LSTMRun(Scorer):
         self.unk_threshold = self.config.unk_threshold
         self.batch_size = batch_size or self.config.eval_batch_size
         self.bias_scale = bias_scale
+        maps = map_unseen_inputs or map_unseen_outputs
         self.mapped_inputs, self.mapped_outputs = map_unseen(
             self.model, self.config, self.vocab.words, self.vocab.count_array(), str(self.run_dir),
             inputs=map_unseen_inputs, outputs=map_unseen_outputs,
-            recorded=self.run.recorded_vectors() if map_unseen_inputs or map_unseen_outputs else None)
+            recorded=self.run.recorded_vectors() if maps else None,
+            state=checkpoint_state(path) if maps else None)
 
     def token_logprobs(self, ids: np.ndarray, reset_lines: bool = False) -> np.ndarray:
         return lstm_logprobs(self.model, ids, self.vocab.eos_id, self.batch_size,

@@ -148,6 +148,50 @@ def test_eval_and_score_with_the_map_on_a_real_run(speech_corpus, vectors, tmp_p
     assert evaluation(RunDir(run), "test")["perplexity"] == pytest.approx(plain["perplexity"], rel=1e-6)
 
 
+def test_a_run_stopped_inside_its_first_epoch_is_refused_and_a_fraction_run_is_mapped(
+        speech_corpus, vectors, tmp_path):
+    """The maps pick their rows by the counts of the run's training text: a run stopped after
+    9 tokens (--max-steps 1) left the rows of every word it had not reached as they were, and
+    the map said "fitted on 230 words read >= 6 times, R^2 0.995". Each flag, through eval,
+    score and the API, is refused in one line naming the run, and nothing is written. A
+    --train-fraction run of one epoch read its part of the text once: the counts are that
+    part's, so the words of the other part count as never read and their rows are mapped."""
+    import lmlow as api
+
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    lmlow("train", speech_corpus, "--out", run, "--preset", "tiny", "--tie", "no", "--init",
+          "glove,glove-output", "--embeddings", vectors, "--extend-vocab", "--max-steps", "1",
+          "--batch-size", "1", "--bptt", "5", "--threads", "1", cache=cache, check=True)
+    before = sorted(p.name for p in run.iterdir())
+    for flag, args in (("--map-unseen-inputs", ("eval", run)),
+                       ("--map-unseen-outputs", ("eval", run, "--checkpoint", "last")),
+                       ("--map-unseen-inputs", ("score", run, speech_corpus / "valid.txt"))):
+        r = lmlow(*args, flag, "--threads", "1", cache=cache)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert f"{run}: {flag} needs a run trained for at least one full epoch" in r.stderr
+        assert "saved after reading 9" in r.stderr and r.stdout == ""
+    with pytest.raises(LmlowError, match="at least one full epoch"):
+        api.load(run, map_unseen_outputs=True)
+    assert sorted(p.name for p in run.iterdir()) == before
+    half = tmp_path / "half"
+    lmlow("train", speech_corpus, "--out", half, "--preset", "tiny", "--tie", "no", "--init",
+          "glove", "--embeddings", vectors, "--extend-vocab", "--train-fraction", "0.5",
+          "--max-epochs", "1", "--threads", "1", cache=cache, check=True)
+    got = json.loads(lmlow("eval", half, "--json", "--map-unseen-inputs", cache=cache,
+                           check=True).stdout)["mapped_inputs"]
+    lines = [line.split() + ["<eos>"] for line in (speech_corpus / "train.txt").read_text().splitlines()]
+    read, tokens = set(), sum(map(len, lines)) // 2         # the lines before the cut
+    for line in lines:
+        tokens -= len(line)
+        if tokens < 0:
+            break
+        read.update(line)
+    vector_words = {line.split()[0] for line in vectors.read_text().splitlines()}
+    everything = {w for line in lines for w in line}
+    assert len(vector_words - read) > len(vector_words - everything)
+    assert got["rows"] == len(vector_words - read)
+
+
 @pytest.mark.slow
 def test_both_maps_on_a_transformer_run_and_the_evaluations_a_run_keeps(speech_corpus, vectors,
                                                                         tmp_path, monkeypatch):
@@ -163,7 +207,7 @@ def test_both_maps_on_a_transformer_run_and_the_evaluations_a_run_keeps(speech_c
     run, cache = tmp_path / "run", tmp_path / "cache"
     r = lmlow("train", speech_corpus, "--out", run, "--preset", "transformer-tiny", "--tie", "no",
               "--init", "glove,glove-output", "--embeddings", vectors, "--extend-vocab",
-              "--max-steps", "30", "--threads", "1", cache=cache)
+              "--max-epochs", "1", "--threads", "1", cache=cache)
     assert r.returncode == 0, r.stderr
     train_words = set((speech_corpus / "train.txt").read_text().split()) | {"<eos>"}
     unread = {line.split()[0] for line in vectors.read_text().splitlines()} - train_words
