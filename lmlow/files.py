@@ -512,6 +512,32 @@ def refuse_compressed(path: Path, flag: str = "--out") -> None:
                          "it afterwards if you like: lmlow reads .gz text)")
 
 
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same path once links, ``.`` and ``..`` are
+    resolved, or the same file on disk (a hard link, another mount of the folder)."""
+    if Path(a).resolve() == Path(b).resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:                         # either missing (or unreadable): not one file
+        return False
+
+
+def refuse_input_as_output(inputs, outputs, flag: str = "--out") -> None:
+    """Refuse, before any work, an output that is one of the inputs however it is spelled
+    (``./in.txt``, a link to it, the target of an input given as a link): written, it is
+    renamed over the file it was read from, so `lmlow embed in.txt --out in.txt --force` left
+    vectors where its text had been. ``outputs[0]`` is the flag's own path, the others those
+    written beside it (the ``.npz``), named as such."""
+    outputs = [Path(p) for p in outputs]
+    for out in outputs:
+        for inp in inputs:
+            if same_file(out, inp):
+                what = "is" if out == outputs[0] else f"writes {out} beside it, which is"
+                raise LmlowError(f"{flag} {outputs[0]}: {what} the input {inp}; writing it "
+                                 "would replace the text it reads: give another path")
+
+
 def refuse_overwrite(paths, force: bool) -> None:
     """Nothing the user made is overwritten unless they said --force; and, before any work,
     each path's folder can be made (no file or dangling link where a folder must be)."""

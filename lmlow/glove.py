@@ -47,7 +47,8 @@ from lmlow.data.corpus import count_words
 from lmlow.data.textio import EOS, UNK, iter_lines
 from lmlow.errors import CommitGroup, LmlowError
 from lmlow.external import die_with_parent, ended, find_program, last_line, run_program
-from lmlow.files import atomic_path, pid_alive, refuse_compressed, refuse_overwrite
+from lmlow.files import (atomic_path, pid_alive, refuse_compressed, refuse_input_as_output,
+                         refuse_overwrite)
 from lmlow.progress import epochs_bar, progress
 
 RAW_UNK = "<lmlow-text-unk>"   # a literal <unk> of the text, renamed: the tool reserves <unk>
@@ -335,8 +336,9 @@ def embed(texts: list[Path], out: Path, cfg: GloveConfig = GloveConfig(),
           show_progress: bool = True) -> tuple[GloveReport, list[Path]]:
     """``lmlow embed``: train vectors on ``texts`` and write them to ``out`` (GloVe text) and
     the ``.npz`` beside it. The outputs are checked and their temporaries made and held before
-    hours of work: a folder that takes no files, a name too long, or a second ``embed`` to the
-    same ``--out`` is refused at the start, not at the end."""
+    hours of work: a folder that takes no files, a name too long, a second ``embed`` to the
+    same ``--out``, or an output that is one of ``texts`` (which it would replace) is refused
+    at the start, not at the end."""
     cfg.validate()
     for text in map(Path, texts):
         if text.is_dir():        # prepare reads folders of documents; GloVe reads one text
@@ -345,6 +347,7 @@ def embed(texts: list[Path], out: Path, cfg: GloveConfig = GloveConfig(),
                              "FILE --no-split`, tokenised as the LM corpus)")
     out = Path(out)
     npz = npz_beside(out)
+    refuse_input_as_output(texts, [out, npz])
     refuse_overwrite([out, npz], force)
     with CommitGroup() as commit, atomic_path(out, exclusive=True) as tmp, \
             atomic_path(npz, exclusive=True) as tmp_npz:

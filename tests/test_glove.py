@@ -1,5 +1,6 @@
 """GloVe training on real in-domain text learns relatedness; the CLI writes both formats."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -86,6 +87,41 @@ def test_embed_cli_refuses_to_overwrite(tmp_path):
     r = subprocess.run([sys.executable, "-m", "lmlow.cli", "embed", str(PRETRAIN), "--out", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "--force" in r.stderr and out.read_text() == "mine\n"
+
+
+def test_embed_refuses_an_out_that_is_one_of_its_input_texts(tmp_path, monkeypatch):
+    """`lmlow embed in.txt --out in.txt --force` trained, then renamed its vectors over the
+    text it had read. Now an --out (or the .npz beside it) that is an input, however spelled
+    (another path to it, a link to it, the target of an input given as a link), is refused
+    in one line before any work, and every file is as it was."""
+    import lmlow.glove as G
+    from lmlow.errors import LmlowError
+    text, other = tmp_path / "in.txt", tmp_path / "other.txt"
+    text.write_text("the union and the states\n" * 20)
+    other.write_text("the senate\n" * 20)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.txt").symlink_to(text)
+    (tmp_path / "w.npz").write_text("not vectors\n")
+    before = {p: p.read_text() for p in (text, other, tmp_path / "w.npz")}
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "embed", str(text), "--out", str(text),
+                        "--force"], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert f"--out {text}: is the input {text}; writing it would replace" in r.stderr
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before checking its outputs")
+    monkeypatch.setattr(G, "train_glove", no_training)
+    for inputs, out, said in (
+            ([other, text], tmp_path / "sub" / ".." / "in.txt", "is the input"),
+            ([tmp_path / "link.txt"], text, f"is the input {tmp_path / 'link.txt'}"),
+            ([text], tmp_path / "link.txt", "is the input"),
+            ([tmp_path / "w.npz"], tmp_path / "w.txt", f"writes {tmp_path / 'w.npz'} beside it")):
+        with pytest.raises(LmlowError, match=re.escape(f"--out {out}: {said}")):
+            G.embed(inputs, out, GloveConfig(dim=4, epochs=1, threads=1), force=True,
+                    show_progress=False)
+    assert {p: p.read_text() for p in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "link.txt", "other.txt",
+                                                          "sub", "w.npz"]
 
 
 HOLD = """import sys
