@@ -25,6 +25,7 @@ Conventions:
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import resource
@@ -58,6 +59,35 @@ RAW_UNK = "<lmlow-text-unk>"   # a literal <unk> of the text, renamed: the tool 
 # random; far longer ones made the tools diverge, reported as a learning rate problem). Such
 # words get no vector and are left out of the text the tools read.
 GLOVE_MAX_BYTES = 998
+# glove-cooccur (Stanford's cooccur.c) takes --memory and --window as they come: its buffer of
+# rare pairs is sized from --memory, a buffer under 128 kB sits on the heap (--memory 5e-4 died
+# of a double free on a 6k-token text at window 10; 8e-4 passed), a window past the tool's int
+# (3,000,000,000) was SIGSEGV, and a --memory above the machine's crashed (200 on 23 GB) or
+# hung (1,000,000, whose size estimate never converges). The tool flushes that buffer when
+# fewer than `window` places are left though a word adds up to 2 x window pairs, so a word can
+# write up to a window of records past its end once a text fills it (SIGSEGV at --memory 0.01
+# and window 10,000, and 0.1 and 1000, on texts of rare words): the bounds keep the buffer at
+# 950,000 records or more and the window at 1000 words (10-100 are the usual ones), which
+# narrows that overrun but cannot close it; cooccur.c's check needs 2 x window.
+MIN_MEMORY_GB = 0.1
+MAX_WINDOW = 1000
+
+
+def machine_memory_gb() -> float:
+    """This machine's memory in GB of 2**30 bytes, as glove-cooccur counts them (the
+    kernel's MemTotal; inf where it cannot be read): a larger --memory made the tools crash
+    (200 on a 23 GB machine: SIGSEGV) or hang (1,000,000)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+def _memory_range() -> str:
+    """``--memory``'s range: MIN_MEMORY_GB up to this machine's memory (rounded down to 0.1)."""
+    total = machine_memory_gb()
+    return (f"[{MIN_MEMORY_GB:g}, {math.floor(total * 10) / 10:g}]" if math.isfinite(total)
+            else f"[{MIN_MEMORY_GB:g}, inf)")
 
 
 @dataclass
@@ -65,7 +95,8 @@ class GloveConfig:
     """The settings of ``lmlow embed`` (flags are generated from these fields)."""
 
     dim: int = setting(400, "vector size (400: the AWD-LSTM embedding size)")
-    window: int = setting(10, "symmetric context window (the GloVe paper's 10)")
+    window: int = setting(10, "symmetric context window (the GloVe paper's 10; at most "
+                          f"{MAX_WINDOW}: longer ones overran glove-cooccur's buffer)")
     min_count: int = setting(5, "words seen fewer times get no vector (GloVe's default 5)")
     epochs: int | None = setting(None, "AdaGrad passes (default: the GloVe paper's 50 below 300 "
                                  "dimensions, 100 otherwise; 15-25 give usable vectors in a "
@@ -77,14 +108,17 @@ class GloveConfig:
                           "affinity and CPU quota)")
     seed: int = setting(1, "random seed (with more than one thread, updates race as in GloVe, "
                         "so runs differ slightly)")
-    memory: float = setting(4.0, "soft memory limit in GB for counting and shuffling")
+    memory: float = setting(min(4.0, math.floor(machine_memory_gb() * 5) / 10),
+                            "soft memory limit in GB for counting and shuffling (default: 4, or "
+                            "half this machine's memory if less; at most all of it, at least "
+                            f"{MIN_MEMORY_GB:g}: outside, glove-cooccur crashed)")
     eos: bool = setting(True, "end every line with <eos>, the LM's line-end token, so that it "
                         "gets a vector (yes or no)", parse=yes_no, metavar="{yes,no}")
 
     RANGES: typing.ClassVar[dict[str, str]] = {
-        "dim": "[1, inf)", "window": "[1, inf)", "min_count": "[1, inf)", "epochs": "[1, inf)",
-        "x_max": "(0, inf)", "alpha": "(0, inf)", "learning_rate": "(0, inf)",
-        "threads": THREADS_RANGE, "seed": SEED_RANGE, "memory": "(0, inf)"}
+        "dim": "[1, inf)", "window": f"[1, {MAX_WINDOW}]", "min_count": "[1, inf)",
+        "epochs": "[1, inf)", "x_max": "(0, inf)", "alpha": "(0, inf)", "learning_rate": "(0, inf)",
+        "threads": THREADS_RANGE, "seed": SEED_RANGE, "memory": _memory_range()}
 
     def validate(self) -> "GloveConfig":
         check_values(self)

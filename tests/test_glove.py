@@ -124,6 +124,42 @@ def test_embed_refuses_an_out_that_is_one_of_its_input_texts(tmp_path, monkeypat
                                                           "sub", "w.npz"]
 
 
+def test_memory_and_window_are_bounded_by_what_glove_cooccur_survives(tmp_path):
+    """Any --memory above 0 and --window from 1 went to glove-cooccur: --memory 1e-4 died of a
+    double free, 200 on a 23 GB machine of SIGSEGV, 1000000 hung, --window 3000000000
+    overflowed the tool's int (SIGSEGV), none of them naming the flag. Now --memory is in
+    [0.1, this machine's memory] and --window in [1, 1000], as --help says, each refused in
+    one line before any work; the bounds themselves count the same pairs as the defaults."""
+    import math
+
+    import lmlow
+    from lmlow.errors import LmlowError
+    kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+              if line.startswith("MemTotal:"))
+    machine = math.floor(kb / 2**20 * 10) / 10                 # GB of 2**30 bytes, as the tool's
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", "embed", "--help"], capture_output=True,
+                       text=True)
+    said = " ".join(r.stdout.split())
+    assert f"(in [0.1, {machine:g}])" in said and "(default: 10; in [1, 1000])" in said
+    text, out = tmp_path / "t.txt", tmp_path / "v.txt"
+    words = [f"w{i}" for i in range(300)]
+    text.write_text("".join(" ".join(words[i:i + 50]) + "\n" for i in range(0, 250, 7)) * 2)
+    for flag, value in (("--memory", "1e-4"), ("--memory", f"{machine + 0.2:g}"),
+                        ("--memory", "1000000"), ("--window", "3000000000"), ("--window", "1001")):
+        r = subprocess.run([sys.executable, "-m", "lmlow.cli", "embed", str(text), "--out", str(out),
+                            flag, value], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert f"{flag} {value}: must be in [" in r.stderr
+    with pytest.raises(LmlowError, match=rf"memory = {machine + 0.2:g}: must be in \[0.1, "):
+        lmlow.embed(text, out, memory=machine + 0.2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt"]
+    kv, rep = train_glove([text], GloveConfig(dim=4, epochs=1, threads=1, min_count=1, window=1000,
+                                              memory=0.1), show_progress=False)
+    same, plain = train_glove([text], GloveConfig(dim=4, epochs=1, threads=1, min_count=1,
+                                                  window=1000), show_progress=False)
+    assert rep.cooccurrences == plain.cooccurrences and len(kv) == len(same) == 297
+
+
 HOLD = """import sys
 from lmlow.files import atomic_path
 with atomic_path(sys.argv[1], exclusive=True):
