@@ -339,8 +339,11 @@ def _read_text_lines(path: Path, header: bool, dim: int, count: int | None, line
 def _values(path: Path, lineno: int, word: str, fields: list[bytes]) -> np.ndarray:
     """A vector line's values as float32; one line naming the first that is not a number,
     the first finite number too large for float32 (it became infinity, with numpy's warning,
-    and was called infinite), or the word whose vector holds NaN or infinity."""
+    and was called infinite), or the word whose vector holds NaN or infinity. Python's digit
+    grouping is no number of a vector file: numpy and float() read ``1_0`` as 10.0."""
     try:
+        if b"_" in b"".join(fields):             # one C-speed search, not one per value
+            raise ValueError
         with np.errstate(over="ignore"):
             row = np.array(fields, dtype=np.float32)
     except ValueError:
@@ -399,6 +402,10 @@ def _text_shape(path: Path, header: bool, sample: int = 1000) -> tuple[int, int 
 
 
 def _is_number(text: bytes) -> bool:
+    """Whether a vector file's field is a number as such files write them: what float()
+    reads, less its digit grouping (``1_0``)."""
+    if b"_" in text:
+        return False
     try:
         float(text)
         return True

@@ -43,6 +43,10 @@ def test_formats_load_the_same_vectors(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("the 0.1 0.2 0.3\nunion 0.4 0.5\n", "v.txt:2: 2 values for 'union', expected 3"),
     ("the 0.1 0.2 0.3\nunion 0.4 zero 0.6\n", "v.txt:2: 'zero' is not a number"),
+    ("the 0.1 0.2 0.3\nunion 0.4 0x1 0.6\n", "v.txt:2: '0x1' is not a number"),
+    # Python's digit grouping: numpy and float() read it as 10.0, a silently wrong vector
+    ("the 0.1 0.2 0.3\nunion 0.4 1_0 0.6\n", "v.txt:2: '1_0' is not a number"),
+    ("the 1_0 0.2 0.3\nunion 0.4 0.5 0.6\n", "v.txt:1: '1_0' is not a number"),
     ("the 0.1 0.2 0.3\nunion 0.4 nan 0.6\n", "v.txt:2: vector of 'union' has NaN"),
     ("the 0.1 0.2 0.3\nthe 0.4 0.5 0.6\n", "v.txt:2: duplicate word 'the' (first at line 1)"),
     ("", "v.txt: empty file"),
@@ -70,6 +74,15 @@ def test_malformed_files_name_file_and_line(tmp_path, text, message):
             load_vectors(f)
         with pytest.raises(LmlowError, match=re.escape(message)):
             vector_words(f)
+
+
+def test_a_grouped_number_is_refused_on_the_command_line_too(tmp_path):
+    """`a 1_0 2 3` was the vector (10, 2, 3): float() and numpy read Python's digit grouping.
+    `lmlow neighbours` now stops at it in one line, as at `0x1`."""
+    from conftest import lmlow
+    f = write(tmp_path, "v.txt", "the 0.1 0.2 0.3\nunion 1_0 2 3\nsenate 0.3 0.2 0.1\n")
+    r = lmlow("neighbours", f, "the", cache=tmp_path / "cache")
+    assert r.returncode == 1 and r.stderr == f"lmlow: error: {f}:2: '1_0' is not a number\n"
 
 
 def test_the_words_alone_parse_the_first_lines_values_only(tmp_path):
