@@ -131,7 +131,7 @@ class GloveConfig:
 @dataclass
 class GloveReport:
     vocabulary: int
-    tokens: int
+    tokens: int                # the tokens GloVe read (with <eos>; the too-long words left out)
     cooccurrences: int
     seconds_counting: float
     seconds_training: float
@@ -203,8 +203,8 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
         tmp = Path(tmp)
         _write_vocab(vocab, counts, tmp / "glove-vocab.txt")
         drop = {w for w in counts if too_long(w)}
-        first = _write_text(texts, tmp / "text.txt", sum(counts.values()), show_progress,
-                            cfg.eos, drop)
+        given = sum(counts.values()) - sum(counts[w] for w in drop)   # what GloVe reads
+        first = _write_text(texts, tmp / "text.txt", given, show_progress, cfg.eos, drop)
         _run([tool("glove-cooccur"), tmp / "text.txt", tmp / "glove-vocab.txt", tmp / "cooc.bin",
               cfg.window, tmp / "overflow", cfg.memory], "counting co-occurrences", show_progress)
         (tmp / "text.txt").unlink()
@@ -218,7 +218,7 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
         kv = _read_vectors(tmp / "vectors.txt", cfg.dim)
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    report = GloveReport(len(kv), sum(counts.values()), pairs, round(t1 - t0, 1), round(t2 - t1, 1),
+    report = GloveReport(len(kv), given, pairs, round(t1 - t0, 1), round(t2 - t1, 1),
                          round(peak), asdict(cfg) | {"epochs": cfg.resolved_epochs(),
                                                      "threads": threads}, costs,
                          len(drop), first)

@@ -242,6 +242,10 @@ def test_a_word_too_long_for_glove_gets_no_vector_and_is_named(tmp_path):
     assert np.isfinite(rep.costs).all() and fits in kv.key_to_index
     assert cut not in kv.key_to_index and over not in kv.key_to_index
     assert (rep.too_long, rep.too_long_first) == (2, f"{text}:1")
+    # "from N tokens": what GloVe read, each line's words, the 998-byte word and <eos>; the
+    # words left out were counted too
+    assert rep.tokens == sum(len(line.split()) + 2 for line in lines)
+    assert f" from {rep.tokens} tokens " in rep.text()
     assert f"2 words longer than 998 bytes (GloVe's limit) have no vector; the first at {text}:1" \
         in rep.text()
     one, _ = train_glove([text], GloveConfig(dim=16, epochs=1, threads=1), show_progress=False)
