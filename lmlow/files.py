@@ -528,12 +528,12 @@ def refuse_input_as_output(inputs, outputs, flag: str = "--out") -> None:
     (``./in.txt``, a link to it, the target of an input given as a link): written, it is
     renamed over the file it was read from, so `lmlow embed in.txt --out in.txt --force` left
     vectors where its text had been. ``outputs[0]`` is the flag's own path, the others those
-    written beside it (the ``.npz``), named as such."""
+    written beside or inside it (the ``.npz``, a corpus folder's splits), named as such."""
     outputs = [Path(p) for p in outputs]
     for out in outputs:
         for inp in inputs:
             if same_file(out, inp):
-                what = "is" if out == outputs[0] else f"writes {out} beside it, which is"
+                what = "is" if out == outputs[0] else f"writes {out}, which is"
                 raise LmlowError(f"{flag} {outputs[0]}: {what} the input {inp}; writing it "
                                  "would replace the text it reads: give another path")
 

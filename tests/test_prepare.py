@@ -281,6 +281,30 @@ def test_an_out_inside_an_input_folder_is_refused_before_anything_is_written(tmp
     assert sorted(p.name for p in docs.rglob("*")) == before
 
 
+@pytest.mark.parametrize("given, out, extra", [
+    ("in.txt", "in.txt", ["--no-split"]), ("in.txt", "sub/../in.txt", ["--no-split"]),
+    ("corpus/train.txt", "corpus", []), ("other.txt", "corpus", ["--exclude", "corpus/test.txt"])])
+def test_an_out_that_is_an_input_file_is_refused_and_the_input_kept(tmp_path, given, out,
+                                                                     extra):
+    """`prepare in.txt --no-split --out in.txt --force` replaced the raw text with its
+    tokenised copy, and `prepare corpus/train.txt --out corpus --force` the training split
+    with a part of itself (an --exclude file likewise): refused in one line naming --out and
+    the input, every file as it was."""
+    from conftest import lmlow
+
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "sub").mkdir()
+    for name in ("in.txt", "other.txt", *(f"corpus/{s}.txt" for s in ("train", "valid", "test"))):
+        (tmp_path / name).write_text("".join(f"Line {i} of {name}, with Words.\n\n"
+                                             for i in range(30)))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*.txt")}
+    extra = [str(tmp_path / e) if e.endswith(".txt") else e for e in extra]
+    r = lmlow("prepare", tmp_path / given, "--out", tmp_path / out, "--force", *extra)
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert f"--out {tmp_path / out}:" in r.stderr and "is the input" in r.stderr, r.stderr
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*.txt")} == before
+
+
 def test_prepared_like_refuses_text_the_corpus_preparation_did_not_make(speech_corpus,
                                                                          tmp_path):
     """`--prepared-like CORPUS` keeps its input as it is and records CORPUS's preparation

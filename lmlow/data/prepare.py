@@ -29,8 +29,8 @@ from lmlow.data.tokenize import (TOKENIZERS, Normalisation, make_tokenizer, prep
                                   recorded_tokenisation)
 from lmlow.errors import CommitGroup, LmlowError
 from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder, open_fresh,
-                         refuse_compressed, refuse_overwrite, remove_if_empty,
-                         remove_stale_stages)
+                         refuse_compressed, refuse_input_as_output, refuse_overwrite,
+                         remove_if_empty, remove_stale_stages)
 from lmlow.progress import progress
 
 DOC_MODES = ("auto", "file", "blank", "line")
@@ -287,6 +287,9 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         raise LmlowError(f"{out}: exists and is not a folder")
     targets = [out] if no_split else ([out / f"{s}.txt" for s in SPLITS] + [out / PREPARATION]
                                       + [out / f"{s}.txt.gz" for s in SPLITS])   # a .gz corpus too
+    # an input (or --exclude file) that is an output: `--no-split in.txt --out in.txt --force`
+    # replaced the raw text with its tokenised copy, `corpus/train.txt --out corpus` with a split
+    refuse_input_as_output([*inputs, *exclude], [out, *targets])
     refuse_overwrite(targets, force)
     excluded = _line_hashes(exclude)
     folder = out.parent if no_split else out
