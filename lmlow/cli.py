@@ -26,6 +26,16 @@ def _reading(args) -> dict:
                 extend_vocab=args.extend_vocab, allow_pickle=args.allow_pickle, vocab=args.vocab)
 
 
+def _read_files(args) -> list:
+    """The files a data command reads: its corpus's splits, the vectors, the word list (an
+    output that is one of them is refused: `vocab CORPUS --out CORPUS/train.txt --force`
+    replaced the training split with the word list)."""
+    from lmlow.data.corpus import SPLITS, split_path
+
+    return [*(split_path(args.corpus, s) for s in SPLITS),
+            *(p for p in (args.embeddings, args.vocab) if p)]
+
+
 def _refuse_unused_vectors(args, command: str) -> None:
     """`vocab` and `unk` read the vectors' words only to add them (--extend-vocab): given
     alone, --embeddings did nothing, silently (as `ngram` refuses it)."""
@@ -55,7 +65,7 @@ def cmd_prepare(args) -> None:
 def cmd_vocab(args) -> None:
     from lmlow.data.corpus import read_corpus
     from lmlow.data.stats import format_vocab, vocab_summary
-    from lmlow.files import refuse_compressed, refuse_overwrite
+    from lmlow.files import refuse_compressed, refuse_input_as_output, refuse_overwrite
 
     _refuse_unused_vectors(args, "vocab")
     unused = [flag for flag, given in (("--counts", args.counts), ("--force", args.force)) if given]
@@ -64,6 +74,7 @@ def cmd_vocab(args) -> None:
                          "--out FILE, or leave it out")
     if args.out:
         refuse_compressed(args.out)
+        refuse_input_as_output(_read_files(args), [args.out])
         refuse_overwrite([args.out], args.force)
     corpus, _ = read_corpus(args.corpus, **_reading(args))
     if args.out:

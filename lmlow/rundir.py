@@ -386,11 +386,23 @@ class RunDir:
         unless ``force``; ``hint`` goes before "pass --force"."""
         if self.path.exists() and not self.path.is_dir():
             raise LmlowError(f"{self.path}: exists and is not a folder")
+        self.refuse_corpus()
         self.check_unlocked()
         self.recover()
         if not force and not self.is_empty() and not self.never_started():
             raise LmlowError(f"{self.path} is not empty; {hint or 'pass '}--force to start over in it")
         return self
+
+    def refuse_corpus(self) -> None:
+        """A folder that holds a corpus (its training split, or the preparation record) is
+        no run folder, even with --force: `lmlow train CORPUS --out CORPUS --force` wrote a
+        run's files among the splits, and a later --force clears what it takes for its own."""
+        from lmlow.data.corpus import PREPARATION, split_path
+
+        held = [p for p in (split_path(self.path, "train"), self.path / PREPARATION) if p.exists()]
+        if held:
+            raise LmlowError(f"{self.path}: holds a corpus ({held[0].name}); a run needs a "
+                             "folder of its own: give another --out")
 
     def lost_checkpoint(self) -> str | None:
         """What a run that validated (``metrics.jsonl``, ``best.pt``) but has no ``last.pt``

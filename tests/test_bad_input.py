@@ -37,7 +37,7 @@ CASES = [
     (["prepare", "C/train.txt", "--out", "O", "--tokenizer", "bogus"], "--tokenizer", "O"),
     (["prepare", "C/train.txt", "--out", "O", "--documents", "pages"], "--documents", "O"),
     (["prepare", "B/train.txt", "--out", "O"], "not valid UTF-8", "O"),
-    (["prepare", "C/train.txt", "--out", "C"], "exists; pass --force", None),
+    (["prepare", "C/train.txt", "--out", "C"], "train.txt, which is the input", None),
     # nothing left to split: the error names the input and why
     (["prepare", "C/valid.txt", "--exclude", "C/valid.txt", "--out", "O"],
      "C/valid.txt: no text left after tokenisation and filtering (", "O"),
@@ -127,6 +127,13 @@ CASES = [
     (["stats", "C", "--vocab", ""], "argument --vocab: an empty path", None),
     (["sweep", "C", "--grid", "six", "--out", "O", "--executor", "slurm", "--partition", ""],
      "argument --partition: an empty value", "O"),
+    # an output that is an input: the word list replaced the training split; a run's files
+    # went among the corpus's splits
+    (["vocab", "C", "--out", "C/train.txt", "--force"], "C/train.txt: is the input", None),
+    (["vocab", "C", "--out", "W", "--vocab", "W", "--force"], "is the input", None),
+    (["train", "C", "--out", "C", "--preset", "tiny", "--force"],
+     "holds a corpus (train.txt); a run needs a folder of its own", None),
+    (["ngram", "C", "--out", "C", "--force"], "holds a corpus (train.txt)", None),
     # flags that did nothing: vocab's list settings without the list, --force on a resume
     (["vocab", "C", "--counts"], "--counts: a setting of the word list --out FILE writes", None),
     (["vocab", "C", "--force"], "--force: a setting of the word list", None),
