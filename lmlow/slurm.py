@@ -276,8 +276,6 @@ def check_runs(runs, out: Path, opts: SlurmOptions) -> None:
     every one of its tasks, on the cluster, after it had queued. Refused here, before
     anything is written, naming the run and the flags (from Python, the ``gpus_per_run``
     key); a finished run is not submitted, so not checked."""
-    from lmlow.checkpoint import checkpoint_processes
-
     gpus = opts.gpus_per_run
     processes = max(gpus, 1)
     for run in runs:
@@ -291,13 +289,20 @@ def check_runs(runs, out: Path, opts: SlurmOptions) -> None:
                              f"--batch-size {batch}, which {gpus} processes cannot split "
                              f"evenly; give a --batch-size that is a multiple of {gpus}, or "
                              "another --gpus-per-run")
-        if rundir.last.exists() and (began := checkpoint_processes(rundir.last)) != processes:
+        if rundir.last.exists() and (began := _processes(rundir.last)) != processes:
             give = began if began > 1 else "0 or 1"
             raise OutOfRange("gpus_per_run", gpus, str(gpus), f"run {run.folder} was started "
                              f"by {began} training process{'es' * (began != 1)} ({rundir.last}) "
                              f"and resumes only on as many (random streams and hidden states "
                              f"are per process); give --gpus-per-run {give}, or plan the "
                              "sweep into another --out")
+
+
+def _processes(last: Path) -> int:
+    """How many training processes wrote ``last`` (torch, imported only for a started run)."""
+    from lmlow.checkpoint import checkpoint_processes
+
+    return checkpoint_processes(last)
 
 
 def _to_submit(runs, out: Path, log) -> list:
