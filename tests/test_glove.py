@@ -115,7 +115,7 @@ def test_embed_refuses_an_out_that_is_one_of_its_input_texts(tmp_path, monkeypat
             ([other, text], tmp_path / "sub" / ".." / "in.txt", "is the input"),
             ([tmp_path / "link.txt"], text, f"is the input {tmp_path / 'link.txt'}"),
             ([text], tmp_path / "link.txt", "is the input"),
-            ([tmp_path / "w.npz"], tmp_path / "w.txt", f"writes {tmp_path / 'w.npz'} beside it")):
+            ([tmp_path / "w.npz"], tmp_path / "w.txt", f"writes {tmp_path / 'w.npz'}, which is the input")):
         with pytest.raises(LmlowError, match=re.escape(f"--out {out}: {said}")):
             G.embed(inputs, out, GloveConfig(dim=4, epochs=1, threads=1), force=True,
                     show_progress=False)
