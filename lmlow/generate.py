@@ -138,7 +138,9 @@ def filter_logits(logits, temperature: float = 1.0, top_k: int = 0, top_p: float
     if top_p < 1:
         probs, order = torch.sort(torch.softmax(logits, -1), dim=-1, descending=True)
         before = probs.cumsum(-1) - probs           # mass of the words ranked above
-        drop_sorted = before >= top_p               # the first word is never dropped
+        drop_sorted = before >= top_p
+        drop_sorted[..., 0] = False     # the first word never: a top_p that float32 holds as
+        #                                 0 (1e-320) dropped it too, and sampling raised on NaN
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         logits = logits.masked_fill(drop, -math.inf)
     return logits

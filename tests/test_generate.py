@@ -28,6 +28,8 @@ def test_filter_logits_by_hand():
     assert kept(filter_logits(logits, top_p=0.7)) == [True, True, False, False]  # 0.5 < 0.7 <= 0.8
     assert kept(filter_logits(logits, top_p=0.5)) == [True, False, False, False]
     assert kept(filter_logits(logits, top_p=0.81)) == [True, True, True, False]
+    # a top_p float32 holds as 0 kept nothing (NaN probabilities, a traceback in sampling)
+    assert kept(filter_logits(logits, top_p=1e-320)) == [True, False, False, False]
     assert kept(filter_logits(logits, temperature=0)) == [True, False, False, False]
     shuffled = logits[:, [2, 0, 3, 1]]                       # the order of the vocabulary is irrelevant
     assert kept(filter_logits(shuffled, top_p=0.7)) == [False, True, False, True]
