@@ -17,7 +17,11 @@ from lmlow.config import THREADS_RANGE, Config, describe_range, in_range
 def comma_list(kind, what: str):
     """An argparse type for ``a,b,c`` lists of ``kind`` (int, float, str)."""
     def parse(text: str) -> list:
-        items = [x.strip() for x in str(text).split(",") if x.strip()]
+        items = [x.strip() for x in str(text).split(",")]
+        if any(not x for x in items) and any(items):    # `0,,1`: the empty item was dropped,
+            raise argparse.ArgumentTypeError(         # and --prune 0,,1 pruned other orders
+                f"expected comma-separated {what}, got an empty item in {text!r}")
+        items = [x for x in items if x]
         try:
             values = [kind(x) for x in items]
         except ValueError:
@@ -116,6 +120,8 @@ def _argument(cls, f, default) -> dict:
     kw = {"default": None, "dest": f.name, "help": f"{text} ({notes})" if notes else text}
     if meta.get("metavar"):
         kw["metavar"] = meta["metavar"]
+    if meta.get("parse") is Path:             # never empty (--exclude '' named the folder '.')
+        meta["parse"] = path_arg
     if meta.get("parse"):
         meta["parse"] = _one_line(meta["parse"])
     if meta.get("append"):                   # repeatable: each use adds one value
@@ -132,12 +138,14 @@ def _argument(cls, f, default) -> dict:
     ranged = getattr(cls, "RANGES", {}).get(f.name)
     if kind is str:                          # a path or a name: "" is no value (path_arg)
         return {**kw, "type": _nonempty}
+    if kind is Path:
+        return {**kw, "type": path_arg}
     return {**kw, "type": _in_range(kind, ranged) if ranged and kind in (int, float) else kind}
 
 
 def _nonempty(text: str) -> str:
     """A text setting's type (a path, a name, a SLURM value): never empty."""
-    if not text:
+    if not text.strip():
         raise argparse.ArgumentTypeError("an empty value; give one, or leave the flag out")
     return text
 
@@ -222,7 +230,7 @@ def path_arg(text: str) -> Path:
     """A path argument's type: never empty. ``Path("")`` is the current folder, so an empty
     ``--out ""`` (an unset shell variable, say) wrote a run's files into it, and an empty
     ``--vocab ""`` was taken for no word list."""
-    if not text:
+    if not text.strip():                     # (" " made a folder named by a blank)
         raise argparse.ArgumentTypeError("an empty path; name a file or folder")
     return Path(text)
 

@@ -83,7 +83,8 @@ def parse_prune(text: str | None, order: int) -> list[int] | None:
     if text is None or not str(text).strip():
         return None
     try:
-        values = [int(v) for v in re.split(r"[,\s]+", str(text).strip())]
+        # one comma (or blank) between counts: `0,,1` was read as 0,1, another order pruned
+        values = [int(v) for v in re.split(r"\s*,\s*|\s+", str(text).strip())]
     except ValueError:
         raise LmlowError(f"--prune {text!r}: expected counts per order, e.g. 0,0,1") from None
     if len(values) > order or any(v < 0 for v in values) or values != sorted(values) or values[0]:
