@@ -134,6 +134,20 @@ CASES = [
     (["train", "C", "--out", "C", "--preset", "tiny", "--force"],
      "holds a corpus (train.txt); a run needs a folder of its own", None),
     (["ngram", "C", "--out", "C", "--force"], "holds a corpus (train.txt)", None),
+    # found by fuzzing every flag: an empty list item dropped (--prune 0,,1 pruned bigrams),
+    # an input read twice (test lines in train), --no-split's sizes ignored, an empty Path
+    # setting named '.', a blank --out made a folder named ' '
+    (["ngram", "C", "--out", "O", "--order", "3", "--prune", "0,,1"],
+     "--prune '0,,1': expected counts per order", "O"),
+    (["stats", "C", "--thresholds", "0,,1"], "an empty item in '0,,1'", None),
+    (["prepare", "C/train.txt", "C/./train.txt", "--out", "O"],
+     "is the input", "O"),
+    (["prepare", "C", "C/train.txt", "--out", "O"], "lies inside the input", "O"),
+    (["prepare", "C/train.txt", "--out", "O/all.txt", "--no-split", "--valid", "0.2"],
+     "--valid sizes a split, and --no-split writes one file", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--exclude", ""], "argument --exclude: an empty",
+     "O"),
+    (["train", "C", "--out", " ", "--preset", "tiny"], "argument --out: an empty path", None),
     # flags that did nothing: vocab's list settings without the list, --force on a resume
     (["vocab", "C", "--counts"], "--counts: a setting of the word list --out FILE writes", None),
     (["vocab", "C", "--force"], "--force: a setting of the word list", None),

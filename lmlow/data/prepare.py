@@ -30,7 +30,7 @@ from lmlow.data.tokenize import (TOKENIZERS, Normalisation, make_tokenizer, prep
 from lmlow.errors import CommitGroup, LmlowError
 from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder, open_fresh,
                          refuse_compressed, refuse_input_as_output, refuse_overwrite,
-                         remove_if_empty, remove_stale_stages)
+                         remove_if_empty, remove_stale_stages, same_file)
 from lmlow.progress import progress
 
 DOC_MODES = ("auto", "file", "blank", "line")
@@ -104,6 +104,10 @@ class PrepareOptions:
                                  "early on valid, every table reports test, and each refuses "
                                  "an empty split); give a fraction or a token count, or "
                                  "--no-split for one file")
+        split_by = [f"--{k}" for k in ("valid", "test", "seed") if k in given]
+        if self.no_split and split_by:        # (accepted, and the whole text went to one file)
+            raise LmlowError(f"{split_by[0]} sizes a split, and --no-split writes one file: "
+                             "give one of them")
         if self.like is not None and self.prepared_like is not None:
             raise LmlowError("--like and --prepared-like: give one (--like tokenises raw text "
                              "as the corpus was; --prepared-like keeps text it prepared)")
@@ -279,6 +283,7 @@ def prepare(inputs: list[Path], out: Path, *, norm: Normalisation | None = None,
         if not Path(path).exists():
             raise LmlowError(f"{path}: no such file or folder")
     refuse_out_in_input(inputs, out)
+    refuse_repeated_inputs(inputs)
     if no_split and out.is_dir():
         raise LmlowError(f"{out}: is a folder; --no-split writes one file")
     if no_split:
@@ -345,6 +350,24 @@ def refuse_out_in_input(inputs, out: Path) -> None:
             raise LmlowError(f"--out {out}: {where} the input folder {inp}, whose files are "
                              "all read: a rerun would read these outputs as input; write "
                              "them outside it")
+
+
+def refuse_repeated_inputs(inputs) -> None:
+    """An input given twice, as two spellings of one file, or inside an input folder, is
+    read twice: its documents were split apart independently, so the same text stood in
+    train and in test (`prepare S S`: every test line in train.txt). Checked before anything
+    is written."""
+    seen = []
+    for inp in inputs:
+        path = Path(inp).resolve()
+        for other, given in seen:
+            nested = path in other.parents or other in path.parents
+            if path == other or nested or same_file(path, other):
+                how = "lies inside" if path in other.parents or other in path.parents else "is"
+                raise LmlowError(f"{inp}: {how} the input {given} too, and would be read twice "
+                                 "(its text in train and in test); give each text once")
+        if str(inp) not in ("-", "/dev/stdin"):
+            seen.append((path, inp))
 
 
 def _line_hashes(paths) -> set[bytes]:
