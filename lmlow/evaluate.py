@@ -180,6 +180,10 @@ class Scorer(ABC):
         the run's own corpus, which must still hold the split the run was trained on (one
         prepared again in place was scored under the run's name:
         :meth:`lmlow.rundir.RunDir.check_own_split`)."""
+        from lmlow.data.corpus import SPLITS
+
+        if not isinstance(split, str) or split not in SPLITS:     # (a list: a TypeError)
+            raise LmlowError(f"split = {split!r:.60}: choose one of {', '.join(SPLITS)}")
         folder = self.corpus(corpus)
         if corpus is None:
             from lmlow.rundir import RunDir

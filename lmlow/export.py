@@ -141,6 +141,9 @@ def export(run, out: Path, force: bool = False) -> dict:
         raise LmlowError("a mixture of two runs is not one model file: export the LSTM run, "
                          "and use the n-gram run's model.bin beside it")
     model = getattr(run, "model", None)
+    if not hasattr(run, "run_dir"):                  # a path or None: an AttributeError
+        raise LmlowError(f"lmlow.export: run = {run!r:.60}: expected a run opened with "
+                         "lmlow.load(RUN_DIR)")
     if not isinstance(model, (AWDLSTM, TransformerLM)):
         raise LmlowError(f"{run.run_dir}: an n-gram run; its model.bin and model.arpa are "
                          "KenLM's own formats, which KenLM's C++ and Python modules load")

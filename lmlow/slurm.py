@@ -350,7 +350,11 @@ def run_task(out: Path, runs_file: Path, index: int, gpus: int = 0, threads: int
     from lmlow.sweep import command, load_plan
 
     out = Path(out)
-    folders = Path(runs_file).read_text().split()
+    try:
+        folders = Path(runs_file).read_text(encoding="utf-8").split()
+    except (OSError, UnicodeDecodeError) as e:     # (a UnicodeDecodeError traceback)
+        raise LmlowError(f"{runs_file}: not a list of run folders "
+                         f"({getattr(e, 'strerror', None) or 'not UTF-8 text'})") from None
     if not 0 <= index < len(folders):
         raise LmlowError(f"{runs_file}: no task {index} (it lists {len(folders)} runs)")
     plan = {run.folder: run for run in load_plan(out) or []}

@@ -131,3 +131,20 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_folder_or_none(speec
     with pytest.raises(LmlowError, match=r"^lmlow.fit: vocab = '': an empty path"):
         lmlow.fit(speech_corpus, tmp_path / "v", preset="tiny", max_steps=1, vocab="")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_wrong_type_from_python_is_one_lmlow_error(speech_corpus, tmp_path):
+    """Found by fuzzing the Python API: ``load(run).evaluate(["test"])`` raised TypeError
+    (unhashable list), ``export(None, ...)`` and ``export("RUN", ...)`` an AttributeError:
+    one LmlowError each now, naming the argument."""
+    from lmlow.export import export
+
+    lmlow.fit(speech_corpus, tmp_path / "r", preset="tiny", max_steps=1, threads=1, quiet=True)
+    run = lmlow.load(tmp_path / "r")
+    with pytest.raises(LmlowError, match=r"^split = \['test'\]: choose one of train, valid, test$"):
+        run.evaluate(["test"])
+    for bad in (None, str(tmp_path / "r")):
+        with pytest.raises(LmlowError, match=r"^lmlow.export: run = .*: expected a run opened "
+                                             r"with lmlow.load\(RUN_DIR\)$"):
+            export(bad, tmp_path / "e.pt2")
+    assert not (tmp_path / "e.pt2").exists()
