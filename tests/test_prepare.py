@@ -146,7 +146,9 @@ def test_like_tokenises_as_the_corpus_was(speech_corpus, tmp_path):
     text = (tmp_path / "like.txt").read_text()
     assert text == (tmp_path / "flags.txt").read_text()
     assert text == "the senate in N met\nits N members was n't late\n"
-    lmlow("prepare", raw, raw, "--out", tmp_path / "second", "--documents", "line", "--valid",
+    more = tmp_path / "more.txt"       # (three lines at least, for three splits)
+    more.write_text("The House met in 1795.\n\nIt adjourned.\n")
+    lmlow("prepare", raw, more, "--out", tmp_path / "second", "--documents", "line", "--valid",
           "1", "--test", "1", "--like", speech_corpus, check=True)
     assert json.loads((tmp_path / "second" / "prepare.json").read_text()) == \
         json.loads((speech_corpus / "prepare.json").read_text())
@@ -457,8 +459,9 @@ def test_a_link_planted_under_the_scratch_name_is_not_written_through(tmp_path, 
     folder.mkdir()
     (folder / f"{STAGE_PREFIX}{os.getpid()}").symlink_to(victim)
     out = folder / "all.txt" if no_split else folder
-    prepare([SPEECHES], out, no_split=no_split, valid=1, test=1, documents="line",
-            show_progress=False, force=True)
+    sizes = {} if no_split else {"valid": 1, "test": 1}      # (--no-split takes no sizes)
+    prepare([SPEECHES], out, no_split=no_split, documents="line", show_progress=False,
+            force=True, **sizes)
     assert victim.read_text() == "PRECIOUS\n"
     made = [folder / "all.txt"] if no_split else [folder / f"{s}.txt" for s in ("train", "valid", "test")]
     assert all(p.is_file() and not p.is_symlink() and p.stat().st_size for p in made)
