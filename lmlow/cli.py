@@ -22,6 +22,9 @@ def settings_from(args, cls, skip=()) -> dict:
 
 def _reading(args) -> dict:
     """How a data command reads its corpus: the UNK rule and the vectors' words."""
+    if args.allow_pickle and not args.embeddings:         # (accepted, and it did nothing)
+        raise LmlowError("--allow-pickle lets --embeddings FILE be a gensim pickle: give the "
+                         "file, or leave --allow-pickle out")
     return dict(unk_threshold=args.unk_threshold, embeddings=args.embeddings,
                 extend_vocab=args.extend_vocab, allow_pickle=args.allow_pickle, vocab=args.vocab)
 
@@ -147,6 +150,8 @@ def cmd_sweep(args) -> None:
     from lmlow.slurm import executor_of
     from lmlow.sweep import SweepOptions, status_text
 
+    if args.status and args.cancel:                  # (it cancelled, and said nothing of it)
+        raise LmlowError("--status and --cancel: give one (--cancel prints the status after)")
     if args.status or args.cancel:
         folder = args.out or args.corpus
         if args.cancel:

@@ -148,6 +148,8 @@ CASES = [
     (["prepare", "C/train.txt", "--out", "O", "--exclude", ""], "argument --exclude: an empty",
      "O"),
     (["train", "C", "--out", " ", "--preset", "tiny"], "argument --out: an empty path", None),
+    (["stats", "C", "--allow-pickle"], "--allow-pickle lets --embeddings FILE be", None),
+    (["sweep", "S", "--status", "--cancel"], "--status and --cancel: give one", None),
     # flags that did nothing: vocab's list settings without the list, --force on a resume
     (["vocab", "C", "--counts"], "--counts: a setting of the word list --out FILE writes", None),
     (["vocab", "C", "--force"], "--force: a setting of the word list", None),
