@@ -143,6 +143,7 @@ CASES = [
     (["prepare", "C/train.txt", "C/./train.txt", "--out", "O"],
      "is the input", "O"),
     (["prepare", "C", "C/train.txt", "--out", "O"], "lies inside the input", "O"),
+    (["prepare", "C/train.txt", "C", "--out", "O"], "corpus: holds the input", "O"),
     (["prepare", "C/train.txt", "--out", "O/all.txt", "--no-split", "--valid", "0.2"],
      "--valid sizes a split, and --no-split writes one file", "O"),
     (["prepare", "C/train.txt", "--out", "O", "--exclude", ""], "argument --exclude: an empty",

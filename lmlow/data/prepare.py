@@ -361,9 +361,9 @@ def refuse_repeated_inputs(inputs) -> None:
     for inp in inputs:
         path = Path(inp).resolve()
         for other, given in seen:
-            nested = path in other.parents or other in path.parents
-            if path == other or nested or same_file(path, other):
-                how = "lies inside" if path in other.parents or other in path.parents else "is"
+            how = ("lies inside" if other in path.parents else "holds" if path in other.parents
+                   else "is" if path == other or same_file(path, other) else None)
+            if how:
                 raise LmlowError(f"{inp}: {how} the input {given} too, and would be read twice "
                                  "(its text in train and in test); give each text once")
         if str(inp) not in ("-", "/dev/stdin"):
