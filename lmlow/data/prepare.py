@@ -30,7 +30,7 @@ from lmlow.data.tokenize import (TOKENIZERS, Normalisation, make_tokenizer, prep
 from lmlow.errors import CommitGroup, LmlowError
 from lmlow.files import (STAGE_PREFIX, atomic_path, lock_folder, make_folder, open_fresh,
                          refuse_compressed, refuse_input_as_output, refuse_overwrite,
-                         remove_if_empty, remove_stale_stages, same_file)
+                         remove_if_empty, remove_stale_stages)
 from lmlow.progress import progress
 
 DOC_MODES = ("auto", "file", "blank", "line")
@@ -356,18 +356,24 @@ def refuse_repeated_inputs(inputs) -> None:
     """An input given twice, as two spellings of one file, or inside an input folder, is
     read twice: its documents were split apart independently, so the same text stood in
     train and in test (`prepare S S`: every test line in train.txt). Checked before anything
-    is written."""
-    seen = []
+    is written, in one pass (a shell glob gives thousands of inputs: comparing each pair took
+    426 s for 3,000 files)."""
+    paths, files, above = {}, {}, {}     # resolved path, (device, inode), every ancestor folder
     for inp in inputs:
+        if str(inp) in ("-", "/dev/stdin"):
+            continue
         path = Path(inp).resolve()
-        for other, given in seen:
-            how = ("lies inside" if other in path.parents else "holds" if path in other.parents
-                   else "is" if path == other or same_file(path, other) else None)
-            if how:
+        st = path.stat()
+        key = (st.st_dev, st.st_ino)      # a hard link is the same file too
+        inside = next((paths[p] for p in path.parents if p in paths), None)
+        for how, given in (("is", paths.get(path) or files.get(key)), ("lies inside", inside),
+                           ("holds", above.get(path))):
+            if given is not None:
                 raise LmlowError(f"{inp}: {how} the input {given} too, and would be read twice "
                                  "(its text in train and in test); give each text once")
-        if str(inp) not in ("-", "/dev/stdin"):
-            seen.append((path, inp))
+        paths[path] = files[key] = inp
+        for folder in path.parents:
+            above.setdefault(folder, inp)
 
 
 def _line_hashes(paths) -> set[bytes]:
