@@ -412,7 +412,7 @@ def check_resumable(last: "Path", nproc: int, device: str | None = None) -> None
 
     if not last.exists():
         raise LmlowError(f"{last}: no such checkpoint")
-    ck = load_checkpoint(last)
+    ck = load_checkpoint(last, mmap=True)      # two fields of it: its tensors stay on disk
     require_processes(ck, last, nproc)
     check_gpus(device or ck["config"].get("device", "auto"), nproc)
 
