@@ -1,4 +1,5 @@
-"""The CPU cores a command may use, and the threads it runs its model with. The machine's
+"""The CPU cores a command may use, the threads it runs its model with, and the machine's memory
+(the bound of the external tools' --memory). The machine's
 core count is not the answer: a container's or SLURM job's CPU quota and the process's CPU
 affinity give it fewer, and threads beyond them wait on each other (two trainings at once on
 2 cores each taking 2 threads ran at a fraction of one thread's speed)."""
@@ -75,3 +76,14 @@ def use_threads(threads: int) -> int:
     count = threads or available_cpus()
     torch.set_num_threads(count)
     return count
+
+
+def machine_memory_gb() -> float:
+    """This machine's memory in GB of 2**30 bytes, as glove-cooccur and lmplz count
+    them (the kernel's MemTotal; inf where it cannot be read): the upper bound of their
+    --memory (a larger one made glove-cooccur crash, 200 on a 23 GB machine, or hang,
+    1,000,000, and overflowed lmplz's size)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return math.inf

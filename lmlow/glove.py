@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from lmlow.config import SEED_RANGE, THREADS_RANGE, check_values, setting, yes_no
-from lmlow.cpus import available_cpus
+from lmlow.cpus import available_cpus, machine_memory_gb
 from lmlow.data.corpus import count_words
 from lmlow.data.textio import EOS, UNK, iter_lines
 from lmlow.errors import CommitGroup, LmlowError
@@ -71,16 +71,6 @@ GLOVE_MAX_BYTES = 998
 # narrows that overrun but cannot close it; cooccur.c's check needs 2 x window.
 MIN_MEMORY_GB = 0.1
 MAX_WINDOW = 1000
-
-
-def machine_memory_gb() -> float:
-    """This machine's memory in GB of 2**30 bytes, as glove-cooccur counts them (the
-    kernel's MemTotal; inf where it cannot be read): a larger --memory made the tools crash
-    (200 on a 23 GB machine: SIGSEGV) or hang (1,000,000)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError, AttributeError):
-        return math.inf
 
 
 def _memory_range() -> str:

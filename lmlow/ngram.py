@@ -37,6 +37,7 @@ from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.external import find_program, run_program
+from lmlow.cpus import machine_memory_gb
 from lmlow.files import atomic_path, atomic_write_json, make_fresh, temporary_path
 from lmlow.ngram_run import PLACEHOLDER, RESERVED, NgramConfig, unseen_words
 from lmlow.rundir import NGRAM, RunDir
@@ -52,7 +53,8 @@ class NgramOptions:
     order: int = setting(5, "n-gram order")
     unk_threshold: int = setting(Config.unk_threshold, UNK_HELP, metavar="K")
     memory: str = setting("1G", "lmplz's sorting memory (-S), like GNU sort: 1G, 500M, 20%% of "
-                          "RAM; lmplz uses disk beyond it, so more only makes large corpora faster")
+                          "RAM (a bare number is K), at most this machine's memory; lmplz uses "
+                          "disk beyond it, so more only makes large corpora faster")
     prune: str | list | None = setting(None, "drop n-grams seen at most this often, one count per "
                                 "order from the unigrams on, non-decreasing, the last repeated "
                                 "for higher orders: 0,0,1 drops singleton trigrams and above "
@@ -111,10 +113,7 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
     if isinstance(prune, (list, tuple)):        # the Python API's counts: checked as the flag's
         prune = ",".join(map(str, prune))
     prune = parse_prune(prune, order)
-    whole = re.fullmatch(r"[1-9]\d*[bKMGTPEZY%]?", memory)
-    if not whole or memory.endswith("%") and int(memory[:-1]) > 100:
-        raise LmlowError(f"--memory {memory!r}: expected a whole size above 0 like GNU sort's "
-                         "(lmplz takes no fraction): 1G, 500M, 20%")
+    check_memory(memory)
     lmplz, build_binary = find_program("lmplz", BUILD_HINT), find_program("build_binary", BUILD_HINT)
     run = RunDir(out_dir).check_new(force)
     out_dir = run.path
@@ -142,6 +141,26 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
         return _estimate(run, corpus_dir, vocab, train_ids, lmplz, build_binary, order,
                          unk_threshold, memory, prune, quiet, extend_vocab, embeddings,
                          train_fraction, prepared, opts.vocab)
+
+
+def check_memory(memory: str) -> None:
+    """``--memory`` as lmplz reads it (util::ParseSize, like GNU sort: a whole number, K
+    without a suffix, ``b`` bytes, K..Y powers of 1024, or a share of RAM), at most this
+    machine's memory: lmplz's 64-bit size overflowed past it (99999999999999999999G ended in
+    "Sort block size 0", naming no flag)."""
+    whole = re.fullmatch(r"([1-9]\d*)([bKMGTPEZY%]?)", memory)
+    if not whole or memory.endswith("%") and int(memory[:-1]) > 100:
+        raise LmlowError(f"--memory {memory!r}: expected a whole size above 0 like GNU sort's "
+                         "(lmplz takes no fraction): 1G, 500M, 20%")
+    number, unit = int(whole.group(1)), whole.group(2)
+    if unit == "%":
+        return
+    size = number * (1 if unit == "b" else 1024 ** max(1, "bKMGTPEZY".index(unit or "K")))
+    machine = machine_memory_gb()
+    if size > machine * 2**30:
+        raise LmlowError(f"--memory {memory}: more than this machine's memory "
+                         f"({machine:.1f} GB); lmplz sorts on disk beyond --memory, so a "
+                         "share of RAM is enough: 1G, 20%")
 
 
 def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, order,
@@ -221,11 +240,21 @@ def run_lmplz(cmd: list[str], quiet: bool) -> tuple[str, str | None]:
         return done.stderr, None
     if "BadDiscountException" not in done.stderr:
         run_program(cmd, "lmplz", kenlm_message)     # fails again, with lmplz's own message
-    reason = kenlm_message(done.stderr)
+    reason = discount_reason(kenlm_message(done.stderr))
     if not quiet:
         print(f"lmplz: {reason}; using --discount_fallback (fixed discounts 0.5, 1, 1.5 for the "
               "orders where the estimate fails)", file=sys.stderr)
     return run_program(cmd + ["--discount_fallback"], "lmplz", kenlm_message).stderr, reason
+
+
+def discount_reason(message: str) -> str:
+    """KenLM's explanation of a failed discount, as a reason for the fallback on a run that
+    goes on to succeed: without its "ERROR: " and its advice to rerun with
+    --discount_fallback, which lmlow has just taken (both made a finished run read as a
+    failed one)."""
+    message = re.sub(r"^ERROR:\s*", "", message)
+    message = re.split(r"\s*To override this error\b", message)[0]
+    return " ".join(message.split()).rstrip(".")
 
 
 def kenlm_message(stderr: str) -> str:

@@ -156,6 +156,11 @@ def test_errors_are_one_line(speech_corpus, kn, tmp_path):
                            "--memory '1.5G': expected a whole size above 0"),
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory", "0%"),
                            "--memory '0%'"),
+                          # lmplz's 64-bit size overflowed: "Sort block size 0", no flag named
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory",
+                            "99999999999999999999G"), "more than this machine's memory"),
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory",
+                            f"{2**60}"), "more than this machine's memory"),   # K by default
                           # the LSTM's flag copied alone did nothing: a baseline over other words
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--embeddings",
                             tmp_path / "nowhere.txt"), "give both, or neither")]:
@@ -499,3 +504,27 @@ def test_force_does_not_write_through_links_planted_under_the_temporary_names(sp
                 force=True)
     assert all(v.read_text() == "PRECIOUS\n" for v in victims.values())
     assert RunDir(run).binary.is_file() and not list(run.glob("*.tmp[0-9]*"))
+
+
+def test_discount_fallback_is_reported_as_a_reason_not_an_error(tmp_path):
+    """Text where modified Kneser-Ney's closed-form discount for bigrams comes out negative
+    (many lines seen 4 times, few 3 times: D3 = 3 - 4 Y n4/n3 < 0): lmplz fails, lmlow
+    reruns it with --discount_fallback and says why, in words that do not read as a failure
+    (it printed lmplz's "ERROR: ... rerun with --discount_fallback" on a finished run)."""
+    rng = np.random.default_rng(1)
+    lines = []
+    for repeats, n in ((4, 300), (1, 200), (2, 100), (3, 5)):
+        for _ in range(n):
+            lines += [" ".join(f"w{i}" for i in rng.integers(0, 2000, 10))] * repeats
+    order = rng.permutation(len(lines))
+    text = "".join(lines[i] + "\n" for i in order)
+    corpus = write_corpus(tmp_path / "c", text, text[:2000], text[2000:4000])
+    r = lmlow("ngram", corpus, "--out", tmp_path / "run", "--order", "5", "--memory", "50M",
+              check=True)
+    said = [l for l in r.stderr.splitlines() if l.startswith("lmplz:")]
+    assert len(said) == 1 and "discount out of range" in said[0], r.stderr
+    assert "ERROR" not in r.stderr and "rerun with" not in r.stderr, r.stderr
+    assert said[0].endswith("using --discount_fallback (fixed discounts 0.5, 1, 1.5 for the "
+                            "orders where the estimate fails)")
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert cfg["discount_fallback"] and cfg["discount_fallback_reason"].startswith("2-gram discount")
