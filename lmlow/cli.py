@@ -93,7 +93,10 @@ def cmd_unk(args) -> None:
     from lmlow.data.corpus import vocabulary_rule, write_unk_corpus
     from lmlow.data.stats import format_unk
 
+    from lmlow.sweepdir import refuse_foreign_output
+
     _refuse_unused_vectors(args, "unk")
+    refuse_foreign_output(args.out, "unk", corpus_ok=True)
     stats = write_unk_corpus(args.corpus, args.out, args.force, **_reading(args))
     _print(format_unk(stats, args.out, vocabulary_rule(args.unk_threshold, args.vocab)), args.json,
            {s: asdict(st) for s, st in stats.items()})

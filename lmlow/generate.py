@@ -307,6 +307,7 @@ def bias_sweep(run_dir: Path, out: Path | None = None, force: bool = False,
     JSON's content."""
     from lmlow.files import atomic_write_json, atomic_write_text, staged_outputs, to_json
     from lmlow.rundir import RunDir
+    from lmlow.sweepdir import refuse_foreign_output
     from lmlow.tables import to_csv
 
     if isinstance(options.get("lambdas"), str):
@@ -316,6 +317,8 @@ def bias_sweep(run_dir: Path, out: Path | None = None, force: bool = False,
     opts, sampling = split_options(options, BiasSweepOptions, Sampling,
                                    where="lmlow.generate.bias_sweep")
     trusted = out is not None
+    if trusted:
+        refuse_foreign_output(out, "bias-sweep")
     out = Path(out) if out else RunDir(run_dir).bias_sweep_dir
     names = ["bias_sweep.md", "bias_sweep.csv", "bias_sweep.json", "samples.jsonl"]
     with staged_outputs(out, names, force, trusted) as stage:

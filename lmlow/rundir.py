@@ -53,6 +53,15 @@ def evaluation_name(map_unseen_inputs: bool = False, map_unseen_outputs: bool = 
             (True, True): "mapped_both"}[bool(map_unseen_inputs), bool(map_unseen_outputs)]
 
 
+def corpus_file(folder: Path) -> str | None:
+    """The name of the file that makes ``folder`` a corpus (its training split, plain or
+    gzipped, or the preparation record), or None."""
+    from lmlow.data.corpus import PREPARATION, split_path
+
+    held = [p for p in (split_path(folder, "train"), Path(folder) / PREPARATION) if p.exists()]
+    return held[0].name if held else None
+
+
 class RunDir:
     """Paths, kind and state of one run folder; creating it and clearing it for --force."""
 
@@ -397,11 +406,9 @@ class RunDir:
         """A folder that holds a corpus (its training split, or the preparation record) is
         no run folder, even with --force: `lmlow train CORPUS --out CORPUS --force` wrote a
         run's files among the splits, and a later --force clears what it takes for its own."""
-        from lmlow.data.corpus import PREPARATION, split_path
-
-        held = [p for p in (split_path(self.path, "train"), self.path / PREPARATION) if p.exists()]
+        held = corpus_file(self.path)
         if held:
-            raise LmlowError(f"{self.path}: holds a corpus ({held[0].name}); a run needs a "
+            raise LmlowError(f"{self.path}: holds a corpus ({held}); a run needs a "
                              "folder of its own: give another --out")
 
     def lost_checkpoint(self) -> str | None:

@@ -5,7 +5,8 @@ A sweep folder holds one run folder per (configuration, seed), ``sweep.json`` (e
 planned into it), ``logs/RUN.log`` (each run's output), the report (``results.md``, ``.csv``,
 ``.json`` and ``curves.png``) and, for SLURM, ``slurm/`` (job scripts, ``jobs.json``, each
 task's outcome and ``history.jsonl``). The local and the SLURM executor ask it the same
-question, which runs are finished, busy or still to do, and get the same answer.
+question, which runs are finished, busy or still to do, and get the same answer. Knowing
+both kinds of folder, it also refuses either (or a corpus) as a command's results folder.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmlow.errors import LmlowError
-from lmlow.rundir import RunDir
+from lmlow.rundir import RunDir, corpus_file
 
 
 @dataclass
@@ -143,4 +144,22 @@ class SweepDir:
         return [line for line in map(str.strip, text.splitlines()) if line][-n:]
 
 
-__all__ = ["Split", "SweepDir"]
+def refuse_foreign_output(out: Path, command: str, corpus_ok: bool = False) -> None:
+    """``command``'s --out when it is a folder of another kind: a corpus (unless the output
+    is one, ``corpus_ok``), a run or a sweep. ``analyze``/``compare``/``bias-sweep`` wrote
+    their tables and plots among a corpus's splits or a run's checkpoints, and ``unk`` its
+    splits into a run folder, which a later train there then refused as a corpus."""
+    path = Path(out)
+    if not path.is_dir():
+        return
+    held = None if corpus_ok else corpus_file(path)
+    run = RunDir(path)
+    what = (f"holds a corpus ({held})" if held
+            else "is a run folder" if run.kind or run.lock_file.exists()
+            else "is a sweep folder" if (path / SweepDir.PLAN).exists() else None)
+    if what:
+        raise LmlowError(f"--out {out}: {what}; {command} writes into a folder of its own: "
+                         "give another --out")
+
+
+__all__ = ["Split", "SweepDir", "refuse_foreign_output"]

@@ -744,6 +744,39 @@ def test_a_hand_edited_run_file_of_another_shape_is_one_line(name, content, comm
     assert after == before                # (the run's lock file stays, as after any command)
 
 
+@pytest.mark.parametrize("command", ["analyze", "bias-sweep", "compare", "unk"])
+@pytest.mark.parametrize("kind", ["corpus", "run", "sweep"])
+def test_results_go_to_a_folder_of_their_own_not_a_corpus_run_or_sweep(command, kind,
+                                                                      stopped_run, tmp_path):
+    """--out naming a corpus, a run or a sweep folder: refused in one line, before any work,
+    the folder as it was. analyze, compare and bias-sweep wrote their tables and plots among a
+    corpus's splits or a run's checkpoints, and unk its splits into a run folder (which
+    then held a corpus that train refused). A corpus is unk's own kind of output."""
+    import shutil
+    target = tmp_path / kind
+    if kind == "corpus":
+        shutil.copytree(MINI, target)
+    elif kind == "run":
+        copy_run(stopped_run, target)
+    else:
+        target.mkdir()
+        (target / "sweep.json").write_text("[]")
+    before = sorted(p.name for p in target.iterdir())
+    run = copy_run(stopped_run, tmp_path / "r")
+    args = {"analyze": ["analyze", run], "bias-sweep": ["bias-sweep", run, "--lambdas", "0,1"],
+            "compare": ["compare", run], "unk": ["unk", MINI]}[command]
+    r = lmlow(*args, "--out", target, "--force")
+    if command == "unk" and kind == "corpus":
+        assert r.returncode == 0, r.stderr              # another K's corpus over an old one
+        return
+    what = {"corpus": "holds a corpus (train.txt)", "run": "is a run folder",
+            "sweep": "is a sweep folder"}[kind]
+    assert r.returncode == 1 and r.stderr == (f"lmlow: error: --out {target}: {what}; {command} "
+                                              "writes into a folder of its own: give another "
+                                              "--out\n"), r.stderr
+    assert sorted(p.name for p in target.iterdir()) == before
+
+
 @pytest.fixture(scope="module")
 def tiny_sweep(speech_corpus, tmp_path_factory):
     """A finished sweep of one tiny run (standard.seed1)."""

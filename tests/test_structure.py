@@ -163,7 +163,8 @@ def _code_strings(path: Path):
 
 
 # names that happen to equal a folder name but are not paths: command names and choices
-NOT_PATHS = {("cli.py", "bias-sweep"), ("parsers.py", "bias-sweep"), ("cli.py", "slurm"),
+NOT_PATHS = {("cli.py", "bias-sweep"), ("parsers.py", "bias-sweep"), ("generate.py", "bias-sweep"),
+             ("cli.py", "slurm"),
              ("api.py", "slurm"),
              ("sweep.py", "slurm"),
              ("commands.py", "curves.png")}   # `lmlow compare --out DIR`'s own folder

@@ -24,6 +24,7 @@ from lmlow.evaluate import exp_loss
 from lmlow.files import atomic_write_json, atomic_write_text, read_json, staged_outputs
 from lmlow.plots import plot_validation_curves, pyplot
 from lmlow.rundir import LSTM, NGRAM, RunDir
+from lmlow.sweepdir import refuse_foreign_output
 
 
 @dataclass
@@ -65,6 +66,8 @@ def analyze(run_dir: Path, out: Path | None = None, corpus: Path | None = None,
     if not rd.checkpoint(checkpoint).exists():
         raise LmlowError(f"{run_dir}: no {checkpoint}.pt (train the run first)")
     trusted = out is not None
+    if trusted:
+        refuse_foreign_output(out, "analyze")
     out = Path(out) if out else rd.analysis_dir
     names = ["analysis.json", "bias_vs_frequency.png", "logprob_vs_frequency.png",
              "prediction_vs_frequency.png"]
@@ -385,6 +388,7 @@ COMPARE_FILES = ["compare.md", "compare.csv", "compare.json", "curves.png", "fre
 def check_compare_out(out: Path, force: bool = False) -> None:
     """`compare --out`'s refusals before the runs are read and their notes said."""
     from lmlow.files import check_outputs
+    refuse_foreign_output(out, "compare")
     check_outputs(out, COMPARE_FILES, force)
 
 
@@ -394,6 +398,7 @@ def write_compare(rows: list[dict], out: Path, force: bool = False) -> list[Path
     from lmlow.tables import to_csv
 
     out = Path(out)
+    refuse_foreign_output(out, "compare")
     tracked = {r["label"]: RunDir(r["run"]).frequency() for r in rows}
     tracked = {k: v for k, v in tracked.items() if v}
     names = COMPARE_FILES[:-1] + (COMPARE_FILES[-1:] if tracked else [])
