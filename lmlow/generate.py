@@ -78,6 +78,9 @@ class GenerateOptions:
 
     def validate(self) -> "GenerateOptions":
         check_values(self)
+        if self.raw and not self.prompt:       # it did nothing, without a word
+            raise LmlowError("--raw: says how to read --prompt; give a --prompt, or leave "
+                             "--raw out")
         return self
 
 

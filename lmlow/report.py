@@ -306,6 +306,9 @@ def reference_of(name: str, ref: str, names: set[str]) -> str | None:
 def paired_references(names: set[str], ref: str) -> dict[str, str | None]:
     """Each configuration's reference under ``--paired ref`` (:func:`reference_of`), refused
     in one line when ``ref`` names no configuration (checked before the runs are scored)."""
+    if not ref.strip():
+        raise LmlowError(f"--paired {ref!r}: empty; give the configuration to compare with "
+                         f"(the sweep has: {', '.join(sorted(names))})")
     refs = {n: reference_of(n, ref, names) for n in names}
     if not any(refs.values()):
         raise LmlowError(f"--paired {ref}: no configuration of that name in the sweep "
@@ -456,7 +459,7 @@ def write_report(sweep_dir: Path, baselines: list[Path] | Path | None = None,
     # the flags checked before any run is scored (a typo cost a whole scoring pass)
     for b in baselines:
         check_baseline(b)
-    if paired:
+    if paired is not None:         # '' too: it made a report without the comparison
         paired_references(set(configurations(sweep_dir)), paired)
     paths = SweepDir(sweep_dir).results
     with staged_outputs(sweep_dir, [p.name for p in paths], force=True, wait=wait) as stage:

@@ -351,6 +351,7 @@ CASES = [
     (["eval", "R", "--threads", "-1"], "--threads: must be at least 0, got -1", None),
     (["report", "X"], "X: no such folder", None),
     (["report", "F"], "F: not a folder", None),
+    (["report", "S", "--paired", ""], "--paired '': empty; give the configuration", None),
     (["report", "S"], "eval_best_valid.json: not an evaluation as lmlow writes one", None),
     # analyze, compare, generate, bias-sweep
     (["analyze", "N"], "N: an n-gram run, not an LSTM run", None),
@@ -367,6 +368,7 @@ CASES = [
     (["generate", "R", "--temperature", "-1"], "--temperature", None),
     (["generate", "R", "--words", "-1"], "--words", None),
     (["generate", "R", "--seed", "-1"], "--seed -1", None),       # numpy's traceback before
+    (["generate", "R", "--raw"], "--raw: says how to read --prompt", None),   # ignored before
     (["bias-sweep", "R", "--seed", "4294967296"], "--seed 4294967296", None),
     (["bias-sweep", "R", "--lambdas", "1,1"], "--lambdas", None),
     (["bias-sweep", "R", "--lambdas", "1,nan"], "--lambdas", None),
