@@ -172,7 +172,8 @@ def train_glove(texts: list[Path], cfg: GloveConfig = GloveConfig(), show_progre
     (the text, about 16 bytes per co-occurring pair, twice) go to ``work_dir``."""
     cfg.validate()
     if work_dir is not None and not Path(work_dir).is_dir():
-        raise LmlowError(f"--tmp-dir {work_dir}: no such folder")
+        raise LmlowError(f"--tmp-dir {work_dir}: " + ("not a folder" if Path(work_dir).exists()
+                                                       else "no such folder"))
     texts = [Path(t) for t in texts]
     t0 = time.time()
     counts = Counter()

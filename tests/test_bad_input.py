@@ -31,6 +31,9 @@ CASES = [
     (["prepare", "C/train.txt", "--out", "D", "--no-split", "--force"], "D", None),
     (["prepare", "C/train.txt", "--out", "O", "--valid", "abc"], "'abc'", "O"),
     (["prepare", "C/train.txt", "--out", "O", "--valid", "1.5"], "'1.5'", "O"),
+    # a count with a decimal point or an exponent: 1.0 made a valid split of one line
+    (["prepare", "C/train.txt", "--out", "O", "--valid", "1.0"], "written as a whole number (1)", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--test", "2e3"], "written as a whole number (2000)", "O"),
     # an empty split made a corpus every later command refused
     (["prepare", "C/train.txt", "--out", "O", "--valid", "0"], "--valid 0: a corpus needs valid text", "O"),
     (["prepare", "C/train.txt", "--out", "O", "--test", "0.0"], "--test 0: a corpus needs test text", "O"),
@@ -69,6 +72,7 @@ CASES = [
     (["train", "C", "--out", "O", "--preset", "tiny", "--emb-size", "100000000000000000000"],
      "--emb-size 100000000000000000000: must be >= 1 and fit in 64 bits", "O"),
     (["embed", "C/train.txt", "--out", "O/v.txt", "--threads", "9999"], "--threads 9999", "O"),
+    (["embed", "C/train.txt", "--out", "O/v.txt", "--tmp-dir", "F"], "F: not a folder", "O"),
     # a model larger than the machine: torch's allocator error, a page long before
     (["train", "C", "--out", "O", "--preset", "tiny", "--hidden-size", "100000000"],
      "out of memory: could not allocate", "O"),

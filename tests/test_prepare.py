@@ -79,7 +79,7 @@ def test_split_needs_enough_documents():
 
 def test_parse_size():
     assert parse_size("0.1") == 0.1 and parse_size("80000") == 80000
-    for bad in ("-1", "1.5", "ten"):
+    for bad in ("-1", "1.5", "ten", "1.0", "1e3"):
         with pytest.raises(LmlowError):
             parse_size(bad)
 
