@@ -71,6 +71,9 @@ GLOVE_MAX_BYTES = 998
 # narrows that overrun but cannot close it; cooccur.c's check needs 2 x window.
 MIN_MEMORY_GB = 0.1
 MAX_WINDOW = 1000
+# glove-train reads --dim and --epochs into C ints (atoi): --epochs 3000000000 wrapped to a
+# negative count, trained nothing and wrote the random starting vectors as if trained
+C_INT_MAX = 2**31 - 1
 
 
 def _memory_range() -> str:
@@ -106,8 +109,8 @@ class GloveConfig:
                         "gets a vector (yes or no)", parse=yes_no, metavar="{yes,no}")
 
     RANGES: typing.ClassVar[dict[str, str]] = {
-        "dim": "[1, inf)", "window": f"[1, {MAX_WINDOW}]", "min_count": "[1, inf)",
-        "epochs": "[1, inf)", "x_max": "(0, inf)", "alpha": "(0, inf)", "learning_rate": "(0, inf)",
+        "dim": f"[1, {C_INT_MAX}]", "window": f"[1, {MAX_WINDOW}]", "min_count": "[1, inf)",
+        "epochs": f"[1, {C_INT_MAX}]", "x_max": "(0, inf)", "alpha": "(0, inf)", "learning_rate": "(0, inf)",
         "threads": THREADS_RANGE, "seed": SEED_RANGE, "memory": _memory_range()}
 
     def validate(self) -> "GloveConfig":

@@ -73,6 +73,10 @@ CASES = [
      "--emb-size 100000000000000000000: must be >= 1 and fit in 64 bits", "O"),
     (["embed", "C/train.txt", "--out", "O/v.txt", "--threads", "9999"], "--threads 9999", "O"),
     (["embed", "C/train.txt", "--out", "O/v.txt", "--tmp-dir", "F"], "F: not a folder", "O"),
+    # glove-train's C int: 3e9 epochs wrapped to none, and the random start was written
+    (["embed", "C/train.txt", "--out", "O/v.txt", "--epochs", "3000000000"],
+     "--epochs 3000000000: must be in [1, 2147483647]", "O"),
+    (["embed", "C/train.txt", "--out", "O/v.txt", "--dim", "4294967396"], "--dim", "O"),
     # a model larger than the machine: torch's allocator error, a page long before
     (["train", "C", "--out", "O", "--preset", "tiny", "--hidden-size", "100000000"],
      "out of memory: could not allocate", "O"),
