@@ -63,12 +63,12 @@ GLOVE_MAX_BYTES = 998
 # rare pairs is sized from --memory, a buffer under 128 kB sits on the heap (--memory 5e-4 died
 # of a double free on a 6k-token text at window 10; 8e-4 passed), a window past the tool's int
 # (3,000,000,000) was SIGSEGV, and a --memory above the machine's crashed (200 on 23 GB) or
-# hung (1,000,000, whose size estimate never converges). The tool flushes that buffer when
-# fewer than `window` places are left though a word adds up to 2 x window pairs, so a word can
-# write up to a window of records past its end once a text fills it (SIGSEGV at --memory 0.01
-# and window 10,000, and 0.1 and 1000, on texts of rare words): the bounds keep the buffer at
-# 950,000 records or more and the window at 1000 words (10-100 are the usual ones), which
-# narrows that overrun but cannot close it; cooccur.c's check needs 2 x window.
+# hung (1,000,000, whose size estimate never converges). Stanford's tool flushed that buffer
+# when fewer than `window` places were left though a word adds up to 2 x window pairs, so a
+# word wrote up to a window of records past its end once a text filled it (SIGSEGV at
+# --memory 0.01 and window 10,000, and 0.1 and 1000, on texts of rare words):
+# tools/build_glove.py now keeps 2 x window places, and the bounds keep the buffer at 950,000
+# records or more and the window at 1000 words (10-100 are the usual ones).
 MIN_MEMORY_GB = 0.1
 MAX_WINDOW = 1000
 # glove-train reads --dim and --epochs into C ints (atoi): --epochs 3000000000 wrapped to a

