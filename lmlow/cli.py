@@ -92,7 +92,6 @@ def cmd_unk(args) -> None:
 
     from lmlow.data.corpus import vocabulary_rule, write_unk_corpus
     from lmlow.data.stats import format_unk
-
     from lmlow.sweepdir import refuse_foreign_output
 
     _refuse_unused_vectors(args, "unk")

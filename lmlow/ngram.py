@@ -32,12 +32,12 @@ from types import SimpleNamespace
 import numpy as np
 
 from lmlow.config import UNK_HELP, VOCAB_HELP, Config, check_values, check_vocabulary_source, setting
+from lmlow.cpus import machine_memory_gb
 from lmlow.data.corpus import Corpus, corpus_preparation, training_ids, write_ids_as_text
 from lmlow.data.textio import UNK
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.external import find_program, run_program
-from lmlow.cpus import machine_memory_gb
 from lmlow.files import atomic_path, atomic_write_json, make_fresh, temporary_path
 from lmlow.ngram_run import PLACEHOLDER, RESERVED, NgramConfig, unseen_words
 from lmlow.rundir import NGRAM, RunDir

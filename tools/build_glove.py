@@ -8,9 +8,9 @@ compiles ``cooccur.c``, ``shuffle.c`` and ``glove.c`` with lmlow's own entry poi
 (``tools/glove_cli.c``) and installs ``glove-cooccur``, ``glove-shuffle`` and ``glove-train``
 into the venv's ``bin``. Three changes to the sources: crucyble closes cooccur's log file and
 then writes to it again, which corrupts the co-occurrence file, so the close is removed;
-cooccur writes its buffer of rare pairs to disk when fewer than `window` places are left,
-though one word adds up to 2 x window pairs, so a text of rare words wrote past the buffer's
-end (SIGSEGV at --memory 0.1 --window 1000), so it keeps 2 x window places (the pylibs+pydocs
+cooccur wrote its buffer of rare pairs to disk when fewer than `window` places were left,
+though one word adds up to 2 x window pairs, and a text of rare words wrote past the buffer's
+end (SIGSEGV at --memory 0.1 --window 1000): it now keeps 2 x window places (the pylibs+pydocs
 vectors' co-occurrence file is bitwise the same: its buffer never fills at the default
 --memory); and when a text is small enough that no overflow file gets records, cooccur's merge
 emits one empty (0, 0, 0) record, which glove.c would index out of bounds, so glove.c skips
