@@ -92,6 +92,9 @@ def parse_prune(text: str | None, order: int) -> list[int] | None:
     if len(values) > order or any(v < 0 for v in values) or values != sorted(values) or values[0]:
         raise LmlowError(f"--prune {text!r}: give at most {order} non-negative, non-decreasing "
                          "counts starting with 0 (unigrams are never pruned), e.g. 0,0,1")
+    if values[-1] > 2**64 - 1:     # lmplz's 64-bit count: refused only after the corpus was read
+        raise LmlowError(f"--prune {text!r}: a count is at most 2**64 - 1 "
+                         f"({2**64 - 1}, which drops every n-gram of its order)")
     return values
 
 

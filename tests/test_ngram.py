@@ -156,6 +156,9 @@ def test_errors_are_one_line(speech_corpus, kn, tmp_path):
                            "--memory '1.5G': expected a whole size above 0"),
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory", "0%"),
                            "--memory '0%'"),
+                          # lmplz refused it ("Bad pruning threshold") after the corpus was read
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--prune",
+                            f"0,0,{2**64}"), "a count is at most 2**64 - 1"),
                           # lmplz's 64-bit size overflowed: "Sort block size 0", no flag named
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory",
                             "99999999999999999999G"), "more than this machine's memory"),
