@@ -158,7 +158,7 @@ def check_memory(memory: str) -> None:
     number, unit = int(whole.group(1)), whole.group(2)
     if unit == "%":
         return
-    size = number * (1 if unit == "b" else 1024 ** max(1, "bKMGTPEZY".index(unit or "K")))
+    size = number * 1024 ** "bKMGTPEZY".index(unit or "K")      # b: 1024 ** 0
     machine = machine_memory_gb()
     if size > machine * 2**30:
         raise LmlowError(f"--memory {memory}: more than this machine's memory "
