@@ -42,6 +42,7 @@ from lmlow.files import atomic_path, atomic_write_json, make_fresh, temporary_pa
 from lmlow.ngram_run import PLACEHOLDER, RESERVED, NgramConfig, unseen_words
 from lmlow.rundir import NGRAM, RunDir
 
+MIN_MEMORY = 25 * 2**20           # lmplz -S below 24M failed on every corpus, order 2 to 6
 MAX_ORDER = 6                      # KENLM_MAX_ORDER of build_binary and the kenlm module
 BUILD_HINT = "build it with `make install` (or `python tools/build_kenlm.py`)"
 
@@ -53,7 +54,8 @@ class NgramOptions:
     order: int = setting(5, "n-gram order")
     unk_threshold: int = setting(Config.unk_threshold, UNK_HELP, metavar="K")
     memory: str = setting("1G", "lmplz's sorting memory (-S), like GNU sort: 1G, 500M, 20%% of "
-                          "RAM (a bare number is K), at most this machine's memory; lmplz uses "
+                          "RAM (a bare number is K), from 25M (lmplz's least) to this machine's "
+                          "memory; lmplz uses "
                           "disk beyond it, so more only makes large corpora faster")
     prune: str | list | None = setting(None, "drop n-grams seen at most this often, one count per "
                                 "order from the unigrams on, non-decreasing, the last repeated "
@@ -148,22 +150,27 @@ def train_ngram(corpus_dir: Path, out_dir: Path, force: bool = False, quiet: boo
 
 def check_memory(memory: str) -> None:
     """``--memory`` as lmplz reads it (util::ParseSize, like GNU sort: a whole number, K
-    without a suffix, ``b`` bytes, K..Y powers of 1024, or a share of RAM), at most this
-    machine's memory: lmplz's 64-bit size overflowed past it (99999999999999999999G ended in
-    "Sort block size 0", naming no flag)."""
+    without a suffix, ``b`` bytes, K..Y powers of 1024, or a share of RAM), from ``MIN_MEMORY``
+    to this machine's memory: lmplz's 64-bit size overflowed past it (99999999999999999999G
+    ended in "Sort block size 0", naming no flag), and below 24M it fails on any corpus (its
+    vocabulary table alone is sized for a million words: "Vocab hash size estimate 25165824
+    exceeds total memory"; 1b: "Sort block size 0 is below the minimum block size 8192")."""
     whole = re.fullmatch(r"([1-9]\d*)([bKMGTPEZY%]?)", memory)
     if not whole or memory.endswith("%") and int(memory[:-1]) > 100:
         raise LmlowError(f"--memory {memory!r}: expected a whole size above 0 like GNU sort's "
                          "(lmplz takes no fraction): 1G, 500M, 20%")
     number, unit = int(whole.group(1)), whole.group(2)
-    if unit == "%":
-        return
-    size = number * 1024 ** "bKMGTPEZY".index(unit or "K")      # b: 1024 ** 0
-    machine = machine_memory_gb()
-    if size > machine * 2**30:
+    machine = machine_memory_gb() * 2**30
+    size = (number / 100 * machine if unit == "%"
+            else number * 1024 ** "bKMGTPEZY".index(unit or "K"))      # b: 1024 ** 0
+    if size > machine:
         raise LmlowError(f"--memory {memory}: more than this machine's memory "
-                         f"({machine:.1f} GB); lmplz sorts on disk beyond --memory, so a "
-                         "share of RAM is enough: 1G, 20%")
+                         f"({machine / 2**30:.1f} GB); lmplz sorts on disk beyond --memory, so "
+                         "a share of RAM is enough: 1G, 20%")
+    if size < MIN_MEMORY:
+        raise LmlowError(f"--memory {memory}: below lmplz's least, 25M (its vocabulary table "
+                         "alone takes 24M); lmplz sorts on disk beyond --memory, so a small "
+                         "value is slower, not wrong: 25M ran 1M words at order 6")
 
 
 def _estimate(run: RunDir, corpus_dir, vocab, train_ids, lmplz, build_binary, order,

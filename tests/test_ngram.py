@@ -5,6 +5,7 @@ import json
 import math
 import os
 import re
+import resource
 import subprocess
 import sys
 
@@ -164,6 +165,14 @@ def test_errors_are_one_line(speech_corpus, kn, tmp_path):
                             "99999999999999999999G"), "more than this machine's memory"),
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory",
                             f"{2**60}"), "more than this machine's memory"),   # K by default
+                          # lmplz failed on any corpus, saying "Sort block size 0" or "Vocab
+                          # hash size estimate 25165824 exceeds total memory", no flag named
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory", "1b"),
+                           "--memory 1b: below lmplz's least, 25M"),
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory", "24M"),
+                           "--memory 24M: below lmplz's least"),
+                          (("ngram", speech_corpus, "--out", tmp_path / "r", "--memory", "25599"),
+                           "--memory 25599: below lmplz's least"),       # K by default
                           # the LSTM's flag copied alone did nothing: a baseline over other words
                           (("ngram", speech_corpus, "--out", tmp_path / "r", "--embeddings",
                             tmp_path / "nowhere.txt"), "give both, or neither")]:
@@ -174,17 +183,23 @@ def test_errors_are_one_line(speech_corpus, kn, tmp_path):
     with pytest.raises(LmlowError, match="starting with 0"):
         train_ngram(speech_corpus, tmp_path / "r", order=3, prune=[1])
     train_ngram(speech_corpus, tmp_path / "old", order=2, memory="50M", quiet=True)
-    # --force whose estimate fails keeps the finished run (it was cleared first: only .lock left)
-    before = {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.is_file()}
-    r = lmlow("ngram", speech_corpus, "--out", tmp_path / "old", "--force", "--order", "3",
-              "--memory", "1b", cache=cache)
+    # --force whose estimate fails keeps the finished run (it was cleared first: only .lock
+    # left). lmplz fails as on a full disk: no file may grow past the order-2 ARPA's size, so
+    # lmlow's training text (smaller) is written and lmplz's order-3 ARPA (larger) is not
+    old = tmp_path / "old"
+    before = {p.name: p.read_bytes() for p in old.iterdir() if p.is_file()}
+    limit = (old / "model.arpa").stat().st_size
+    assert limit > 2 * (speech_corpus / "train.txt").stat().st_size
+    args = ("ngram", speech_corpus, "--out", old, "--force", "--order", "3", "--memory", "25M")
+    r = subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], capture_output=True,
+                       text=True, env={"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": str(cache)},
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
     assert r.returncode == 1 and "lmplz failed" in r.stderr and r.stderr.count("\n") == 1, r.stderr
-    assert {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.is_file()} == before
-    assert load(tmp_path / "old").config.order == 2
-    r = lmlow("ngram", speech_corpus, "--out", tmp_path / "old", "--force", "--order", "3",
-              "--memory", "50M", cache=cache)
+    assert {p.name: p.read_bytes() for p in old.iterdir() if p.is_file()} == before
+    assert load(old).config.order == 2
+    r = lmlow(*args, cache=cache)                    # 25M, the least, is enough for lmplz
     assert r.returncode == 0 and "valid ppl" in r.stdout, r.stderr
-    assert load(tmp_path / "old").config.order == 3
+    assert load(old).config.order == 3
 
 
 def test_missing_lmplz_says_how_to_build_it(speech_corpus, tmp_path, monkeypatch):
