@@ -110,7 +110,7 @@ def fit_sweep(corpus, out, grid, seeds=1, preset: str = "small", embeddings=(), 
                          "SLURM array's tasks at once are slurm={'array_parallelism': N}")
     opts = SweepOptions(**own, embeddings=tuple(str(p) for p in vectors),
                         seeds=_ints(seeds, where), values=_values(values, where))
-    with keyword_errors(where, {*own, *extra}):
+    with keyword_errors(where, {**own, **extra}):
         opts.validate()
         with keyword_errors(f"{where}: slurm", queue):
             runner = (Slurm(SlurmOptions(**queue).validate()) if executor == "slurm"

@@ -506,14 +506,38 @@ def path_value(value, where: str, what: str) -> Path:
 
 @contextmanager
 def keyword_errors(where: str, keys):
-    """Inside, a range or choice error of one of ``keys`` (settings given as keywords, to a
-    Python function) names the function and the keyword, not the command's flag."""
+    """Inside, an error about settings given as keywords to a Python function (``keys``: a
+    dict of them, or their names) names the function and the keyword, not only the command's
+    flag: a range or choice error is said with them (``lmlow.fit: lr = -1: must be > 0``); a
+    refused combination keeps its words, which name flags, and adds the keywords among them
+    (``--init glove/glove-output needs --embeddings FILE (lmlow.fit: init = ('glove',))``), as
+    :func:`_from_file` adds a config file's keys."""
     try:
         yield
     except OutOfRange as e:
         if e.key in keys:
             raise e.named(where) from None
         raise
+    except LmlowError as e:
+        said = _with_keywords(e, where, keys)
+        if said is e:
+            raise
+        raise said from None
+
+
+def _with_keywords(error: LmlowError, where: str, keys) -> LmlowError:
+    """``error`` with the keywords it names as flags, once (an inner keyword_errors may have
+    added its own); another kind of LmlowError (an interruption, a locked run) stays itself."""
+    if type(error) is not LmlowError or getattr(error, "keywords_named", False):
+        return error
+    named = {m.replace("-", "_") for m in re.findall(r"--([a-z][a-z-]*)", str(error))}
+    hit = [k for k in keys if k in named]
+    if not hit:
+        return error
+    shown = ", ".join(f"{k} = {keys[k]!r}" if isinstance(keys, dict) else k for k in hit)
+    said = LmlowError(f"{error} ({where}: {shown})")
+    said.keywords_named = True
+    return said
 
 
 def check_values(obj, ranges: dict | None = None, choices: dict | None = None) -> None:

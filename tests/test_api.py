@@ -133,6 +133,24 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_folder_or_none(speec
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_refused_combination_names_the_keywords_given(speech_corpus, tmp_path):
+    """Settings that depend on each other are refused in the command's words, which name its
+    flags; from Python the keywords given among them follow, with their values (a user of
+    lmlow.fit wrote no ``--init``)."""
+    for kw, said in [(dict(init=["glove"]), r"--init glove/glove-output needs --embeddings FILE "
+                                           r"\(lmlow.fit: init = \['glove'\]\)"),
+                     (dict(extend_vocab=True), r"--extend-vocab needs --embeddings FILE "
+                                               r"\(lmlow.fit: extend_vocab = True\)"),
+                     (dict(tie=True, out_size=50), r"a tied model needs --out-size equal to "
+                                                   r"--emb-size \(lmlow.fit: out_size = 50\)")]:
+        with pytest.raises(LmlowError, match=rf"^{said}$"):
+            lmlow.fit(speech_corpus, tmp_path / "r", preset="tiny", max_steps=1, **kw)
+    with pytest.raises(LmlowError, match=r"^--grid pretrain needs --embeddings FILE\[,FILE...\] "
+                                         r"\(lmlow.fit_sweep: grid = 'pretrain'\)$"):
+        lmlow.fit_sweep(speech_corpus, tmp_path / "s", "pretrain", preset="tiny")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_wrong_type_from_python_is_one_lmlow_error(speech_corpus, tmp_path):
     """Found by fuzzing the Python API: ``load(run).evaluate(["test"])`` raised TypeError
     (unhashable list), ``export(None, ...)`` and ``export("RUN", ...)`` an AttributeError:
