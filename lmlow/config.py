@@ -510,7 +510,7 @@ def keyword_errors(where: str, keys):
     dict of them, or their names) names the function and the keyword, not only the command's
     flag: a range or choice error is said with them (``lmlow.fit: lr = -1: must be > 0``); a
     refused combination keeps its words, which name flags, and adds the keywords among them
-    (``--init glove/glove-output needs --embeddings FILE (lmlow.fit: init = ('glove',))``), as
+    (``--init glove/glove-output needs --embeddings FILE (lmlow.fit: init = ['glove'])``), as
     :func:`_from_file` adds a config file's keys."""
     try:
         yield
@@ -525,12 +525,17 @@ def keyword_errors(where: str, keys):
         raise said from None
 
 
+def flags_named(error: Exception) -> set[str]:
+    """The settings a message names as flags (``--emb-size`` -> ``emb_size``)."""
+    return {m.replace("-", "_") for m in re.findall(r"--([a-z][a-z-]*)", str(error))}
+
+
 def _with_keywords(error: LmlowError, where: str, keys) -> LmlowError:
     """``error`` with the keywords it names as flags, once (an inner keyword_errors may have
     added its own); another kind of LmlowError (an interruption, a locked run) stays itself."""
     if type(error) is not LmlowError or getattr(error, "keywords_named", False):
         return error
-    named = {m.replace("-", "_") for m in re.findall(r"--([a-z][a-z-]*)", str(error))}
+    named = flags_named(error)
     hit = [k for k in keys if k in named]
     if not hit:
         return error
@@ -837,7 +842,7 @@ def _from_file(error: LmlowError, file, from_file: dict, given: dict) -> LmlowEr
     """A refused combination's message names flags (``--init glove needs --embeddings``);
     those of its settings that came from the config file, not the command line, are named
     with the file too, so that the user knows where to look."""
-    named = {m.replace("-", "_") for m in re.findall(r"--([a-z][a-z-]*)", str(error))}
+    named = flags_named(error)
     keys = [k for k in from_file if k in named and k not in given]
     if not keys:
         return error
