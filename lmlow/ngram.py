@@ -268,8 +268,10 @@ def discount_reason(message: str) -> str:
 
 
 def kenlm_message(stderr: str) -> str:
-    """The explanatory line of a KenLM error (the line after 'threw ...Exception')."""
-    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    """The explanatory line of a KenLM error (the line after 'threw ...Exception'), else its
+    last line of words: not its progress bar's ('----5---10...', '****'), which was all a
+    killed lmplz's message showed ("its last words: ****")."""
+    lines = [l.strip() for l in stderr.splitlines() if l.strip(" *-|0123456789\t")]
     for i, line in enumerate(lines):
         if " threw " in line and i + 1 < len(lines):
             return lines[i + 1]

@@ -194,12 +194,26 @@ def test_errors_are_one_line(speech_corpus, kn, tmp_path):
     r = subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], capture_output=True,
                        text=True, env={"PATH": "/usr/bin:/bin", "LMLOW_CACHE_DIR": str(cache)},
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
-    assert r.returncode == 1 and "lmplz failed" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    # what lmplz said last in words, not its progress bar ("its last words: ****")
+    said = re.search(r"lmplz failed: killed by SIGXFSZ \(its last words: (.*)\)$", r.stderr.strip())
+    assert said and re.search("[A-Za-z]", said.group(1)), r.stderr
     assert {p.name: p.read_bytes() for p in old.iterdir() if p.is_file()} == before
     assert load(old).config.order == 2
     r = lmlow(*args, cache=cache)                    # 25M, the least, is enough for lmplz
     assert r.returncode == 0 and "valid ppl" in r.stdout, r.stderr
     assert load(old).config.order == 3
+
+
+def test_a_killed_lmplz_is_quoted_by_its_last_words_not_its_progress_bar():
+    """lmplz's stderr as it stands when it is killed while reading its text (its own lines,
+    from KenLM 0.3.0): the error quoted the bar's stars as its "last words"."""
+    from lmlow.ngram import kenlm_message
+    stderr = ("=== 1/5 Counting and sorting n-grams ===\n"
+              "Reading /tmp/r/train.lmplz.txt.tmp4242\n"
+              "----5---10---15---20---25---30---35---40---45---50---55---60---65---70---75---80"
+              "---85---90---95--100\n" + "*" * 36 + "\n")
+    assert kenlm_message(stderr) == "Reading /tmp/r/train.lmplz.txt.tmp4242"
 
 
 def test_missing_lmplz_says_how_to_build_it(speech_corpus, tmp_path, monkeypatch):
