@@ -568,12 +568,15 @@ def test_no_checkpoint_or_large_file_is_committed():
     """The CPU queue's paper-regime checkpoints (50-100 MB each) are untracked but not
     ignored, so that a new checkout brings them back (.gitignore): a `git add` of a converged
     run's folder would commit them, and every clone and CI run would carry them for good.
-    No tracked file is a checkpoint or over 8 MB (the largest, compressed vectors, are ~4 MB)."""
+    So are the queue's corpus and vectors under data/ and vectors/ (a 6.5 MB train.txt
+    among them). No tracked file is a checkpoint, under those two folders or over 8 MB (the
+    largest, compressed vectors, are ~4 MB)."""
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True)
     if listed.returncode != 0:
         pytest.skip("not a git checkout")
     names = [n for n in listed.stdout.decode().split("\0") if n]
     assert len(names) > 100
     assert not [n for n in names if n.endswith(".pt")]
+    assert not [n for n in names if n.split("/")[0] in ("data", "vectors")]
     large = [n for n in names if (ROOT / n).is_file() and (ROOT / n).stat().st_size > 8 << 20]
     assert not large, large

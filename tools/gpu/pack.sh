@@ -12,14 +12,17 @@ PY=.venv/bin/python
 G=.gpu
 X="$(git rev-parse --git-common-dir)/info/exclude"
 grep -qx '/.gpu/' "$X" 2>/dev/null || echo '/.gpu/' >> "$X"
-# the CPU queue's paper-regime checkpoints are untracked, not ignored (.gitignore: so that a
-# new checkout brings them back), and would take the working tree over the device's 64 MiB
-CPU_PT='/experiments/paper-regime/sweep-cpu.100d/*/*.pt'
-if compgen -G "experiments/paper-regime/sweep-cpu.100d/*/*.pt" > /dev/null; then
-  grep -qxF "$CPU_PT" "$X" 2>/dev/null || echo "$CPU_PT" >> "$X"
-  echo "pack: $CPU_PT excluded in $X for the device calls; delete that line when the loan" \
-       "ends, or a new checkout comes without the CPU runs' checkpoints" >&2
-fi
+# the CPU queue's paper-regime checkpoints and inputs are untracked, not ignored (.gitignore: so
+# that a new checkout brings them back), and would take the working tree over the device's
+# 64 MiB; the inputs travel in .gpu/, compressed
+for p in '/experiments/paper-regime/sweep-cpu.100d/*/*.pt' /data/pydocs/ /data/pylibs.txt \
+         /vectors/pylibs+pydocs.100d.txt; do
+  set -- ${p#/}   # the glob, expanded: left as it is when nothing matches
+  [ -e "$1" ] || continue
+  grep -qxF "$p" "$X" 2>/dev/null || echo "$p" >> "$X"
+  echo "pack: $p excluded in $X for the device calls; delete that line when the loan ends," \
+       "or a new checkout comes without it" >&2
+done
 rm -rf $G && mkdir -p $G
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
