@@ -12,16 +12,25 @@ PY=.venv/bin/python
 G=.gpu
 X="$(git rev-parse --git-common-dir)/info/exclude"
 grep -qx '/.gpu/' "$X" 2>/dev/null || echo '/.gpu/' >> "$X"
-# the CPU queue's paper-regime checkpoints and inputs are untracked, not ignored (.gitignore: so
-# that a new checkout brings them back), and would take the working tree over the device's
-# 64 MiB; the inputs travel in .gpu/, compressed
-for p in '/experiments/paper-regime/sweep-cpu.100d/*/*.pt' /data/pydocs/ /data/pylibs.txt \
-         /vectors/pylibs+pydocs.100d.txt; do
-  set -- ${p#/}   # the glob, expanded: left as it is when nothing matches
+# what .gitignore keeps untracked rather than ignored (its "!" lines: the CPU queue's
+# paper-regime checkpoints and inputs, so that a new checkout brings them back) would take the
+# working tree over the device's 64 MiB; the inputs travel in .gpu/, compressed. $X cannot hide
+# them (a "!" in .gitignore outranks it); a .gitignore in each one's top folder can (a deeper
+# file outranks a higher one), and hides itself, so that a new checkout does not bring it back
+MARK="# written by tools/gpu/pack.sh for a device loan: delete this file when the loan ends"
+sed -n 's/^!//p' .gitignore | while read -r p; do   # read as written: each a pattern
+  p=${p#/}
+  set -- $p   # the glob, expanded: left as it is when nothing matches
   [ -e "$1" ] || continue
-  grep -qxF "$p" "$X" 2>/dev/null || echo "$p" >> "$X"
-  echo "pack: $p excluded in $X for the device calls; delete that line when the loan ends," \
-       "or a new checkout comes without it" >&2
+  f=${p%%/*}/.gitignore
+  if [ -L "$f" ] || { [ -e "$f" ] && [ "$(head -n 1 "$f")" != "$MARK" ]; }; then
+    echo "pack: $f is not pack.sh's: hide /${p#*/} in it from device calls by hand" >&2
+    exit 1
+  fi
+  [ -e "$f" ] || printf '%s\n/.gitignore\n' "$MARK" > "$f"
+  grep -qxF "/${p#*/}" "$f" || echo "/${p#*/}" >> "$f"
+  echo "pack: $p hidden from device calls by $f; delete that file when the loan ends, or a" \
+       "new checkout comes without it" >&2
 done
 rm -rf $G && mkdir -p $G
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
