@@ -451,18 +451,30 @@ def describe_range(text: str) -> str:
     return f"in {text}"
 
 
+# No setting may be larger than this, whatever its interval says: torch turns a rate or a
+# decay into a float32 factor of the step, and beyond float32's 3.4e38 it stopped with a
+# traceback ("value cannot be converted to type float without overflow", --lr 1e300, and
+# already --lr 3e38 with SGD) instead of a one-line refusal.
+LARGEST = 1e30
+
+
 def in_range(value: float, text: str) -> bool:
-    """Whether ``value`` is finite and inside the interval ``text`` (``[0, 1)``, ...)."""
+    """Whether ``value`` is finite, at most :data:`LARGEST` in size and inside the interval
+    ``text`` (``[0, 1)``, ...)."""
     lo, hi, lo_in, hi_in = _interval(text)
-    return (math.isfinite(value) and (value >= lo if lo_in else value > lo)
-            and (value <= hi if hi_in else value < hi))
+    return (math.isfinite(value) and abs(value) <= LARGEST
+            and (value >= lo if lo_in else value > lo) and (value <= hi if hi_in else value < hi))
 
 
 def range_rule(value: float, text: str) -> str:
     """What a value outside interval ``text`` must be: ``must be > 0``, and ``and finite``
     where the interval is open to infinity and the value is inf or NaN (``--lr inf: must be
-    > 0`` read as a contradiction)."""
+    > 0`` read as a contradiction), or ``and at most 1e+30`` where only its size is wrong."""
     finite = " and finite" if text.endswith("inf)") and not math.isfinite(value) else ""
+    lo, hi, lo_in, hi_in = _interval(text)
+    if (math.isfinite(value) and abs(value) > LARGEST and (value >= lo if lo_in else value > lo)
+            and (value <= hi if hi_in else value < hi)):
+        finite = f" and at most {LARGEST:g}"
     return f"must be {describe_range(text)}{finite}"
 
 

@@ -2,6 +2,7 @@
 planted where lmlow keeps its files, no read that hangs on a FIFO; sweep run names cannot
 leave the sweep folder; values in a generated SLURM script cannot run as shell lines."""
 import os
+import re
 import subprocess
 import sys
 
@@ -335,6 +336,29 @@ def test_the_sweep_threads_reach_its_runs_once(speech_corpus, tmp_path):
 def test_sampling_values_that_overflow_are_refused(args, message, stopped_run):
     r = lmlow(args[0], stopped_run, *args[1:])
     assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("flag,value,rule", [
+    ("--lr", "1e300", "must be > 0 and at most 1e+30"),       # SGD: torch's float32 overflow
+    ("--lr", "3e38", "must be > 0 and at most 1e+30"),        # fits float32, still overflowed
+    ("--wdecay", "1e300", "must be >= 0 and at most 1e+30"),
+])
+def test_a_rate_beyond_float32_is_refused_before_training(flag, value, rule, speech_corpus, tmp_path):
+    """A rate or decay that torch turns into a float32 factor of the SGD step stopped the
+    first update with a RuntimeError traceback ("value cannot be converted to type float
+    without overflow"), after the run folder was made. Refused with the command line now,
+    and the same from Python."""
+    out = tmp_path / "r"
+    r = lmlow("train", speech_corpus, "--out", out, "--preset", "tiny", "--optimizer", "sgd",
+              flag, value, "--max-steps", "2", "--threads", "1")
+    assert r.returncode == 2 and f"{flag} {value}: {rule}" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+    import lmlow as api
+    key = flag[2:]
+    with pytest.raises(api.LmlowError, match="^" + re.escape(f"lmlow.fit: {key} = {float(value)!r}: {rule}") + "$"):
+        api.fit(speech_corpus, tmp_path / "p", preset="tiny", optimizer="sgd",
+                **{key: float(value)})
+    assert not (tmp_path / "p").exists()
 
 
 @pytest.mark.parametrize("kind", ["file", "read-only"])
