@@ -458,11 +458,17 @@ def describe_range(text: str) -> str:
 LARGEST = 1e30
 
 
+def _finite(value: float) -> bool:
+    """Not inf or NaN; an int always (math.isfinite raised OverflowError on a 400-digit one,
+    a traceback for ``--max-steps 999...9``; int-float comparisons are exact in Python)."""
+    return isinstance(value, int) or math.isfinite(value)
+
+
 def in_range(value: float, text: str) -> bool:
     """Whether ``value`` is finite, at most :data:`LARGEST` in size and inside the interval
     ``text`` (``[0, 1)``, ...)."""
     lo, hi, lo_in, hi_in = _interval(text)
-    return (math.isfinite(value) and abs(value) <= LARGEST
+    return (_finite(value) and abs(value) <= LARGEST
             and (value >= lo if lo_in else value > lo) and (value <= hi if hi_in else value < hi))
 
 
@@ -470,9 +476,9 @@ def range_rule(value: float, text: str) -> str:
     """What a value outside interval ``text`` must be: ``must be > 0``, and ``and finite``
     where the interval is open to infinity and the value is inf or NaN (``--lr inf: must be
     > 0`` read as a contradiction), or ``and at most 1e+30`` where only its size is wrong."""
-    finite = " and finite" if text.endswith("inf)") and not math.isfinite(value) else ""
+    finite = " and finite" if text.endswith("inf)") and not _finite(value) else ""
     lo, hi, lo_in, hi_in = _interval(text)
-    if (math.isfinite(value) and abs(value) > LARGEST and (value >= lo if lo_in else value > lo)
+    if (_finite(value) and abs(value) > LARGEST and (value >= lo if lo_in else value > lo)
             and (value <= hi if hi_in else value < hi)):
         finite = f" and at most {LARGEST:g}"
     return f"must be {describe_range(text)}{finite}"

@@ -9,7 +9,7 @@ import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-from lmlow.config import THREADS_RANGE, Config, describe_range, in_range
+from lmlow.config import THREADS_RANGE, Config, describe_range, in_range, range_rule
 
 
 # --------------------------------------------------------------------------- value types
@@ -44,7 +44,7 @@ def unk_thresholds(text: str) -> list[int]:
     values, allowed = int_list(text), Config.RANGES["unk_threshold"]
     for k in values:
         if not in_range(k, allowed):
-            raise argparse.ArgumentTypeError(f"each K must be {describe_range(allowed)} (as "
+            raise argparse.ArgumentTypeError(f"each K {range_rule(k, allowed)} (as "
                                              f"--unk-threshold), got {k}")
     return values
 
@@ -156,7 +156,6 @@ _nonempty.__name__ = "text"
 def _in_range(kind, text: str):
     """An argparse type for numbers of ``kind`` inside the interval ``text``: a value out of
     range is refused while the command line is read, naming the flag and the range."""
-    from lmlow.config import in_range, range_rule
 
     def parse(value: str):
         try:

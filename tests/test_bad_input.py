@@ -207,6 +207,9 @@ CASES = [
      "--context 64: only --arch transformer has it, and no run of this grid", "O"),
     (["train", "C", "--out", "O", "--lr", "nan"], "--lr nan", "O"),
     (["train", "C", "--out", "O", "--lr", "inf"], "--lr inf: must be > 0 and finite", "O"),
+    # a 400-digit int: math.isfinite's OverflowError was a traceback, for every int flag
+    (["train", "C", "--out", "O", "--max-steps", "9" * 400], "must be >= 0 and at most 1e+30", "O"),
+    (["stats", "C", "--thresholds", "1," + "9" * 400], "each K must be >= 0 and at most 1e+30", None),
     (["train", "C", "--out", "O", "--lr", "0"], "--lr 0", "O"),
     (["train", "C", "--out", "O", "--clip", "-1"], "--clip -1", "O"),
     (["train", "C", "--out", "O", "--max-steps", "-1"], "--max-steps -1", "O"),
