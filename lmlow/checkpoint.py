@@ -145,6 +145,22 @@ def backbone(arch: str):
     return getattr(importlib.import_module(module), name)
 
 
+def check_fits(cfg: Config, vocab_size: int, emb: int, out: int) -> None:
+    """Refuse a model whose float32 weights alone exceed this machine's memory, before any is
+    made. Torch's allocator refuses one huge tensor in a line, but many small ones (``--layers
+    1000000000``) were made one by one until the kernel's OOM killer ended the process without
+    a word, or ended another (a training beside it)."""
+    from lmlow.cpus import machine_memory_gb
+
+    count = backbone(cfg.arch).parameter_count(cfg, vocab_size, emb, out)
+    need, have = count * 4 / 2**30, machine_memory_gb()
+    if need > have:
+        raise LmlowError(f"out of memory: the model has {count:,} parameters, {need:,.1f} GiB in "
+                         f"float32 before gradients and optimizer state, more than this "
+                         f"machine's {have:.1f} GiB; a smaller model (--layers, --hidden-size, "
+                         f"--emb-size, vocabulary) fits")
+
+
 def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None,
                 frozen_rows: np.ndarray | None = None):
     """The model of ``cfg`` (its backbone, ``cfg.arch``) for ``vocab``, initialised and frozen
@@ -161,6 +177,7 @@ def build_model(cfg: Config, vocab: Vocabulary, kv=None, seed: int | None = None
     g = torch.Generator().manual_seed(cfg.seed if seed is None else seed)
     torch.manual_seed(cfg.seed if seed is None else seed)
     emb, out = model_sizes(cfg, kv)
+    check_fits(cfg, len(vocab), emb, out)
     model = backbone(cfg.arch).from_config(cfg, len(vocab), emb, out)
     report = {"vocabulary": len(vocab), "emb_size": emb, "out_size": out}
     counts = vocab.count_array()

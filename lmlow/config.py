@@ -47,7 +47,8 @@ yes_no.__name__ = "yes or no"   # what argparse names in its one-line error
 
 
 # The backbones, by the Config field ``arch``: each a class with ``from_config(cfg, vocab_size,
-# emb_size, out_size)`` and the model interface of lmlow.model.AWDLSTM (encoder, decoder,
+# emb_size, out_size)``, ``parameter_count`` with the same arguments (checked against the
+# machine's memory before the model is made) and the model interface of lmlow.model.AWDLSTM (encoder, decoder,
 # init_hidden, forward, logits). A new backbone is one module and one line here.
 ARCHS = {"lstm": "lmlow.model:AWDLSTM", "transformer": "lmlow.transformer:TransformerLM"}
 # Settings that one backbone alone reads. Given explicitly for the other they would do nothing,

@@ -165,6 +165,19 @@ class AWDLSTM(nn.Module):
         return cls(vocab_size, emb, cfg.hidden_size, cfg.layers, out, cfg.tie, cfg.dropout,
                    cfg.dropouth, cfg.dropouti, cfg.dropoute, cfg.wdrop)
 
+    @staticmethod
+    def parameter_count(cfg, vocab_size: int, emb: int, out: int) -> int:
+        """How many parameters :meth:`from_config` would make, without making them: each
+        LSTM layer has 4 gates of weights over its input and its own output, and two biases
+        (in closed form: a list of a billion layer sizes was itself the trouble)."""
+        def layer(i, o):
+            return 4 * o * (i + o) + 8 * o
+
+        h, n = cfg.hidden_size, cfg.layers
+        lstms = (layer(emb, out) if n == 1 else
+                 layer(emb, h) + (n - 2) * layer(h, h) + layer(h, out))
+        return vocab_size * emb + lstms + (0 if cfg.tie else vocab_size * out) + vocab_size
+
     @property
     def sizes(self) -> list[int]:
         return [r.lstm.hidden_size for r in self.rnns]

@@ -255,6 +255,15 @@ class TransformerLM(nn.Module):
         return cls(vocab_size, emb, cfg.hidden_size, cfg.layers, cfg.heads, out, cfg.tie,
                    cfg.context, cfg.dropout, cfg.dropouth, cfg.dropouti, cfg.dropoute)
 
+    @staticmethod
+    def parameter_count(cfg, vocab_size: int, emb: int, out: int) -> int:
+        """How many parameters :meth:`from_config` would make, without making them: a block
+        is two LayerNorms, the q/k/v and output projections and the 4x MLP (12 w^2 + 13 w)."""
+        w = cfg.hidden_size
+        return (vocab_size * emb + (emb * w if emb != w else 0) + cfg.layers * (12 * w * w + 13 * w)
+                + 2 * w + (w * out if out != w else 0) + (0 if cfg.tie else vocab_size * out)
+                + vocab_size)
+
     @property
     def receptive_field(self) -> int:
         """How far back a token's output can depend on: each block adds ``context``."""

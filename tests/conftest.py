@@ -120,14 +120,16 @@ def unigram_perplexity(corpus: Path, k: int) -> float:
     return math.exp(-sum(math.log(kept[t] / total) for t in valid) / len(valid))
 
 
-def lmlow(*args, cache=None, check: bool = False) -> subprocess.CompletedProcess:
+def lmlow(*args, cache=None, check: bool = False, timeout: float | None = None
+          ) -> subprocess.CompletedProcess:
     """Run ``python -m lmlow.cli ARGS`` as a user would, in a minimal environment (no
-    inherited PATH beyond /usr/bin:/bin), with the test's cache; ``check`` raises on failure."""
+    inherited PATH beyond /usr/bin:/bin), with the test's cache; ``check`` raises on failure,
+    ``timeout`` (seconds) stops a command that should have refused at once."""
     env = {"PATH": "/usr/bin:/bin",
            "LMLOW_CACHE_DIR": str(cache or os.environ["LMLOW_CACHE_DIR"]),
            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "")}
     r = subprocess.run([sys.executable, "-m", "lmlow.cli", *map(str, args)], capture_output=True,
-                       text=True, env={k: v for k, v in env.items() if v})
+                       text=True, env={k: v for k, v in env.items() if v}, timeout=timeout)
     if check and r.returncode != 0:
         raise AssertionError(r.stderr)
     return r

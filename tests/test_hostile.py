@@ -361,6 +361,18 @@ def test_a_rate_beyond_float32_is_refused_before_training(flag, value, rule, spe
     assert not (tmp_path / "p").exists()
 
 
+def test_a_model_larger_than_the_machine_is_refused_before_it_is_made(speech_corpus, tmp_path):
+    """A billion small LSTM layers: torch's allocator never refused one of them, so they were
+    made one by one until the kernel's OOM killer ended the process (or a training beside
+    it) without a word. The weights are counted first now."""
+    out = tmp_path / "r"
+    r = lmlow("train", speech_corpus, "--out", out, "--preset", "tiny", "--layers", "1000000000",
+              "--threads", "1", timeout=120)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "out of memory: the model has" in r.stderr and "--layers" in r.stderr
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("kind", ["file", "read-only"])
 def test_an_unusable_cache_is_one_line(kind, speech_corpus, tmp_path):
     if kind == "read-only" and os.geteuid() == 0:

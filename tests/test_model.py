@@ -170,3 +170,22 @@ def test_scores_do_not_depend_on_batch_size_or_bptt(speech_corpus, tmp_path):
 def test_invalid_configurations_are_refused(kw, message):
     with pytest.raises(LmlowError, match=message.replace("[", r"\[").replace(")", r"\)")):
         Config(**kw).validate()
+
+
+@pytest.mark.parametrize("preset,kw", [
+    ("tiny", dict(layers=1, emb_size=12, out_size=20, hidden_size=16, tie=False)),
+    ("tiny", dict(layers=2, emb_size=12, out_size=12, hidden_size=16, tie=True)),
+    ("tiny", dict(layers=4, emb_size=12, out_size=20, hidden_size=16, tie=False)),
+    ("transformer-tiny", dict(layers=2, emb_size=16, out_size=16, hidden_size=16, tie=True)),
+    ("transformer-tiny", dict(layers=3, emb_size=12, out_size=20, hidden_size=16, tie=False)),
+])
+def test_the_size_check_counts_what_the_model_makes(preset, kw):
+    """``parameter_count`` (the check before a model is made) against the parameters torch
+    made: every layer shape, tied or not, projections or not."""
+    from lmlow.checkpoint import backbone
+
+    cfg = build_config(preset, None, **kw)
+    cls = backbone(cfg.arch)
+    model = cls.from_config(cfg, 57, cfg.emb_size, cfg.out_size)
+    made = sum(p.numel() for p in model.parameters())     # a tied matrix is counted once
+    assert cls.parameter_count(cfg, 57, cfg.emb_size, cfg.out_size) == made
