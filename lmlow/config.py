@@ -390,11 +390,20 @@ def check_settings(data: dict, where, cls=None) -> dict:
     hints = typing.get_type_hints(cls)
     for key, value in data.items():
         if not has_type(value, hints[key]):
-            raise LmlowError(f"{where}: {key} = {value!r}: expected {type_name(hints[key])}")
+            raise LmlowError(f"{where}: {key} = {value!r}: expected {type_name(hints[key])}"
+                             f"{_spelled_as_flag(key, value, hints[key])}")
     # a list of names given as its comma-separated text (`init = "glove,unigram"`, the flag's
     # form) comes back as the list: a reader before Config (a sweep's plan) took its letters
     return {k: names(v) if isinstance(v, str) and typing.get_origin(hints[k]) is tuple else v
             for k, v in data.items()}
+
+
+def _spelled_as_flag(key: str, value, hint) -> str:
+    """A yes/no written as the command line spells it (``tie = "no"``, after ``--tie no``):
+    the TOML/JSON value that means it, unquoted."""
+    word = value.strip().lower() if isinstance(value, str) and hint is bool else ""
+    meaning = {"yes": "true", "no": "false", "true": "true", "false": "false"}.get(word)
+    return f" (unquoted: {key} = {meaning})" if meaning else ""
 
 
 def names(value) -> tuple[str, ...]:

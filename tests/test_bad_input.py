@@ -203,6 +203,8 @@ CASES = [
      "heads.toml: heads = 8: only --arch transformer has it (this run is --arch lstm)", "O"),
     (["train", "C", "--out", "O", "--preset", "transformer-tiny", "--config", "WT"],
      "wdrop.toml: wdrop = 0.3: only --arch lstm has it", "O"),
+    (["train", "C", "--out", "O", "--config", "TN"],
+     "tie-no.toml: tie = 'no': expected true or false (unquoted: tie = false)", "O"),
     (["sweep", "C", "--grid", "six", "--out", "O", "--embeddings", "V", "--context", "64"],
      "--context 64: only --arch transformer has it, and no run of this grid", "O"),
     (["train", "C", "--out", "O", "--lr", "nan"], "--lr nan", "O"),
@@ -501,6 +503,7 @@ def places(speech_corpus, tmp_path_factory):
     (root / "dup.json").write_text('{"lr": -1, "lr": 0.01, "preset": "tiny"}\n')
     (root / "grid.json").write_text('{"runs": {"a": {"tie": true}, "a": {"tie": false}}}\n')
     (root / "wdrop.toml").write_text("wdrop = 0.3\n")
+    (root / "tie-no.toml").write_text('tie = "no"\n')             # --tie no's spelling
     pipe = tmp_path_factory.mktemp("pipe") / "out"   # not under root: reading it would block
     os.mkfifo(pipe)
     sweep = root / "damaged-sweep"           # a KeyError traceback in the report before
@@ -513,7 +516,7 @@ def places(speech_corpus, tmp_path_factory):
             "W": root / "words.txt", "EV": root / "empty-valid", "GZ": root / "gz-docs", "E": root / "blank.txt", "SP": root / "specials.txt",
             "P": pipe, "GR": root / "range-grid.toml", "DR": root / "dropout.toml",
             "IN": root / "init.toml", "HD": root / "heads.toml", "WT": root / "wdrop.toml",
-            "DJ": root / "dup.json", "DG": root / "grid.json",
+            "DJ": root / "dup.json", "DG": root / "grid.json", "TN": root / "tie-no.toml",
             "S": sweep, "RAW0": unrecorded, "RBAD": tampered, "CP": badly, "CL": cased,
             "root": root}
 
