@@ -34,6 +34,8 @@ CASES = [
     # a count with a decimal point or an exponent: 1.0 made a valid split of one line
     (["prepare", "C/train.txt", "--out", "O", "--valid", "1.0"], "written as a whole number (1)", "O"),
     (["prepare", "C/train.txt", "--out", "O", "--test", "2e3"], "written as a whole number (2000)", "O"),
+    (["prepare", "C/train.txt", "--out", "O", "--test", "1e300"],    # not its 301 digits
+     "'1e300': a token count is written as a whole number; a fraction", "O"),
     # an empty split made a corpus every later command refused
     (["prepare", "C/train.txt", "--out", "O", "--valid", "0"], "--valid 0: a corpus needs valid text", "O"),
     (["prepare", "C/train.txt", "--out", "O", "--test", "0.0"], "--test 0: a corpus needs test text", "O"),

@@ -46,8 +46,9 @@ def parse_size(value: str) -> float | int:
     if not math.isfinite(x) or x < 0 or (x >= 1 and x != int(x)):     # inf: int() overflowed
         raise LmlowError(f"split size {value!r} must be a fraction in [0, 1) or a whole token count")
     if x >= 1 and not value.strip().isdigit():     # 1.0 and 1e3 read as counts: 1.0 took one line
-        raise LmlowError(f"split size {value!r}: a token count is written as a whole number "
-                         f"({int(x)}); a fraction is below 1 (0.1)")
+        whole = f" ({int(x)})" if x < 1e15 else ""      # not 1e300's 301 digits
+        raise LmlowError(f"split size {value!r}: a token count is written as a whole number"
+                         f"{whole}; a fraction is below 1 (0.1)")
     return x if x < 1 else int(x)
 
 
