@@ -48,8 +48,9 @@ yes_no.__name__ = "yes or no"   # what argparse names in its one-line error
 
 # The backbones, by the Config field ``arch``: each a class with ``from_config(cfg, vocab_size,
 # emb_size, out_size)``, ``parameter_count`` with the same arguments (checked against the
-# machine's memory before the model is made) and the model interface of lmlow.model.AWDLSTM (encoder, decoder,
-# init_hidden, forward, logits). A new backbone is one module and one line here.
+# machine's memory before the model is made) and the model interface of lmlow.model.AWDLSTM
+# (encoder, decoder, init_hidden, forward, logits). A new backbone is one module and one line
+# here.
 ARCHS = {"lstm": "lmlow.model:AWDLSTM", "transformer": "lmlow.transformer:TransformerLM"}
 # Settings that one backbone alone reads. Given explicitly for the other they would do nothing,
 # silently, so build_config refuses them; a sweep passes its own flags of this kind only to
@@ -474,12 +475,16 @@ def _finite(value: float) -> bool:
     return isinstance(value, int) or math.isfinite(value)
 
 
+def _inside(value: float, text: str) -> bool:
+    """Whether ``value`` lies in the interval ``text``, its bounds alone."""
+    lo, hi, lo_in, hi_in = _interval(text)
+    return (value >= lo if lo_in else value > lo) and (value <= hi if hi_in else value < hi)
+
+
 def in_range(value: float, text: str) -> bool:
     """Whether ``value`` is finite, at most :data:`LARGEST` in size and inside the interval
     ``text`` (``[0, 1)``, ...)."""
-    lo, hi, lo_in, hi_in = _interval(text)
-    return (_finite(value) and abs(value) <= LARGEST
-            and (value >= lo if lo_in else value > lo) and (value <= hi if hi_in else value < hi))
+    return _finite(value) and abs(value) <= LARGEST and _inside(value, text)
 
 
 def range_rule(value: float, text: str) -> str:
@@ -487,9 +492,7 @@ def range_rule(value: float, text: str) -> str:
     where the interval is open to infinity and the value is inf or NaN (``--lr inf: must be
     > 0`` read as a contradiction), or ``and at most 1e+30`` where only its size is wrong."""
     finite = " and finite" if text.endswith("inf)") and not _finite(value) else ""
-    lo, hi, lo_in, hi_in = _interval(text)
-    if (_finite(value) and abs(value) > LARGEST and (value >= lo if lo_in else value > lo)
-            and (value <= hi if hi_in else value < hi)):
+    if _finite(value) and abs(value) > LARGEST and _inside(value, text):
         finite = f" and at most {LARGEST:g}"
     return f"must be {describe_range(text)}{finite}"
 
