@@ -400,11 +400,10 @@ def check_settings(data: dict, where, cls=None) -> dict:
 
 
 def _spelled_as_flag(key: str, value, hint) -> str:
-    """A yes/no written as the command line spells it (``tie = "no"``, after ``--tie no``):
-    the TOML/JSON value that means it, unquoted."""
+    """A yes/no written as text, as the command line spells it (``tie = "no"`` after ``--tie
+    no``): the file's (or Python's) own boolean is meant, unquoted."""
     word = value.strip().lower() if isinstance(value, str) and hint is bool else ""
-    meaning = {"yes": "true", "no": "false", "true": "true", "false": "false"}.get(word)
-    return f" (unquoted: {key} = {meaning})" if meaning else ""
+    return ", unquoted" if word in ("yes", "no", "true", "false") else ""
 
 
 def names(value) -> tuple[str, ...]:

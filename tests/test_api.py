@@ -91,7 +91,7 @@ def test_fit_sweep_and_results_make_what_sweep_and_report_make(speech_corpus, ve
                                         r"run\), not a setting for every run"),
                          (dict(seeds="1"), r"seeds = '1': expected an integer or a list of them"),
                          (dict(max_steps="4"), r"max_steps = '4': expected an integer"),
-                         (dict(unigram="yes"), r"unigram = 'yes': expected true or false"),
+                         (dict(unigram="yes"), r"unigram = 'yes': expected true or false, unquoted"),
                          # ranges: checked before the plan (lr = -1 failed every run, after it)
                          (dict(jobs=0), r"jobs = 0: must be >= 1"),
                          (dict(lr=-1.0), r"lr = -1.0: must be > 0"),
