@@ -412,7 +412,7 @@ def test_the_python_api_trains_what_the_command_trains(speech_corpus, vectors, t
     sa, sb = (load_checkpoint(p / "best.pt")["model"] for p in (api, cmd))
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
 
-    with pytest.raises(LmlowError, match=r"^lmlow.fit: tie = 'no': expected true or false$"):
+    with pytest.raises(LmlowError, match=r"^lmlow.fit: tie = 'no': expected true or false, unquoted$"):
         lmlow.fit(speech_corpus, tmp_path / "bad", preset="tiny", tie="no")
     with pytest.raises(LmlowError, match=r"^lmlow.fit: unknown setting 'freeze_inputs'$"):
         lmlow.fit(speech_corpus, tmp_path / "bad", preset="tiny", freeze_inputs=True)
