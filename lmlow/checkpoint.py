@@ -148,8 +148,9 @@ def backbone(arch: str):
 def check_fits(cfg: Config, vocab_size: int, emb: int, out: int) -> None:
     """Refuse a model whose float32 weights alone exceed this machine's memory, before any is
     made. Torch's allocator refuses one huge tensor in a line, but many small ones (``--layers
-    1000000000``) were made one by one until the kernel's OOM killer ended the process without
-    a word, or ended another (a training beside it)."""
+    1000000000``) were made one by one (120 s without a word before it was stopped), on the
+    way to the kernel's OOM killer, which ends a process, this one or a training beside it,
+    without a word."""
     from lmlow.cpus import machine_memory_gb
 
     count = backbone(cfg.arch).parameter_count(cfg, vocab_size, emb, out)
