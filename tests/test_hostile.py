@@ -363,8 +363,9 @@ def test_a_rate_beyond_float32_is_refused_before_training(flag, value, rule, spe
 
 def test_a_model_larger_than_the_machine_is_refused_before_it_is_made(speech_corpus, tmp_path):
     """A billion small LSTM layers: torch's allocator never refused one of them, so they were
-    made one by one until the kernel's OOM killer ended the process (or a training beside
-    it) without a word. The weights are counted first now."""
+    made one by one (120 s without a word, then stopped), on the way to the kernel's OOM
+    killer, which ends a process (this one or a training beside it) silently. The weights
+    are counted first now."""
     out = tmp_path / "r"
     r = lmlow("train", speech_corpus, "--out", out, "--preset", "tiny", "--layers", "1000000000",
               "--threads", "1", timeout=120)
