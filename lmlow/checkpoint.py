@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from lmlow.config import ARCHS, Config
+from lmlow.cpus import machine_memory_gb
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_path, require_regular
@@ -151,8 +152,6 @@ def check_fits(cfg: Config, vocab_size: int, emb: int, out: int) -> None:
     1000000000``) were made one by one (120 s without a word before it was stopped), on the
     way to the kernel's OOM killer, which ends a process, this one or a training beside it,
     without a word."""
-    from lmlow.cpus import machine_memory_gb
-
     count = backbone(cfg.arch).parameter_count(cfg, vocab_size, emb, out)
     need, have = count * 4 / 2**30, machine_memory_gb()
     if need > have:

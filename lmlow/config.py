@@ -490,9 +490,9 @@ def range_rule(value: float, text: str) -> str:
     """What a value outside interval ``text`` must be: ``must be > 0``, and ``and finite``
     where the interval is open to infinity and the value is inf or NaN (``--lr inf: must be
     > 0`` read as a contradiction), or ``and at most 1e+30`` where only its size is wrong."""
-    finite = " and finite" if text.endswith("inf)") and not _finite(value) else ""
     if _finite(value) and abs(value) > LARGEST and _inside(value, text):
-        finite = f" and at most {LARGEST:g}"
+        return f"must be {describe_range(text)} and at most {LARGEST:g}"
+    finite = " and finite" if text.endswith("inf)") and not _finite(value) else ""
     return f"must be {describe_range(text)}{finite}"
 
 
