@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Where the training loss's time goes at a large vocabulary: each part of one chunk of
 ``lmlow.loss.ChunkedSoftmaxCE`` timed alone (the logits' matmul, the bias, the softmax, the
-two gradient matmuls), with the matmuls' GFLOP/s, and on a CPU in fp32 the two matmuls the
-loss takes in blocks of words (``lmlow.loss.vocab_blocks``) as it runs them, then the whole
+two gradient matmuls), with the matmuls' GFLOP/s, and on a CPU the matmuls the loss takes in
+blocks of words (``lmlow.loss.vocab_blocks``: in fp32 two, in bf16 the logits'), then the whole
 fused loss, forward and backward, on the rows of an update. At the paper regime's 61,115
 words the loss is about 95% of an update (BENCHMARKS.md), so this says what a CPU's BLAS
 allows the update to reach.
@@ -61,19 +61,30 @@ def main(argv=None) -> int:
     ht, gwt, gh = torch.cat([h.t(), torch.ones(1, rows, dtype=mm)]), torch.zeros(d + 1, V), torch.empty(rows, d)
     gflop = 2 * rows * d * V / 1e9
     block = L.vocab_blocks(V, mm, torch.device("cpu"), rows)
+    step = min(rows, max(1, L.CACHED_ELEMENTS // V))
+    lg, pb = torch.empty(step, V), torch.empty(step, V)
+
+    def by_rows():    # as the loss runs them: a block of rows at a time, in the core's cache
+        for j in range(0, rows, step):
+            part = low[j:j + step]
+            n = part.size(0)
+            x = part.add_(b) if mm == torch.float32 else lg[:n].copy_(part).add_(b)
+            torch.softmax(x, -1, out=pb[:n])
+            part.copy_(pb[:n])
     parts = [("logits = h W^T", lambda: torch.mm(h, w.t(), out=low), gflop),
              ("+ bias", lambda: logits.add_(b), None),
              ("softmax", lambda: torch.softmax(logits, -1, out=probs), None),
              ("dh = G W", lambda: torch.mm(low, w), gflop),
              ("dW^T += [h;1]^T G", lambda: gwt.add_(torch.mm(ht, low)) if mm != torch.float32
-              else gwt.addmm_(ht, low), gflop)]
-    if block:   # what the loss runs in place of the two one-call matmuls
-        blocked = [(f"logits = h W^T, {block} words a call",
-                    lambda: L.logits_into(low, h, w, block), gflop),
-                   (f"dW^T += [h;1]^T G, {block} words a call",
-                    lambda: L.add_product(gwt, ht, low, block), gflop)]
-    else:
-        blocked = []
+              else gwt.addmm_(ht, low), gflop),
+             (f"bias, softmax, rounding back: {step} rows at a time", by_rows, None)]
+    blocked = []
+    if block:   # what the loss runs in place of the one-call matmuls: fp32 both, bf16 the logits
+        blocked.append((f"logits = h W^T, {block} words a call",
+                        lambda: L.logits_into(low, h, w, block), gflop))
+        if mm == torch.float32:
+            blocked.append((f"dW^T += [h;1]^T G, {block} words a call",
+                            lambda: L.add_product(gwt, ht, low, block), gflop))
     print(f"{torch.get_num_threads()} threads, {args.precision}, V {V:,}, d {d}, a chunk of "
           f"{rows} rows (of {N}); torch {torch.__version__}")
     print("| part | ms a chunk | GFLOP/s |\n|---|---|---|")
@@ -82,12 +93,16 @@ def main(argv=None) -> int:
         t = best_of(fn, args.repeats)
         times.append(t)
         print(f"| {name} | {t * 1000:.1f} | {work / t:.1f} |" if work else f"| {name} | {t * 1000:.1f} | |")
-    if blocked:   # the parts as the loss runs them: its blocked matmuls in place of the two
-        times[0], times[4] = times[5], times[6]
+    # the parts as the loss runs them: the row blocks in place of the whole chunk's bias and
+    # softmax, the blocked matmuls in place of the one-call ones
+    total = times[0] + times[5] + times[3] + times[4]
+    if blocked:
+        total += times[6] - times[0]
+        if len(blocked) == 2:
+            total += times[7] - times[4]
         print("\nblocks against one call, the same to the bit: logits "
               f"{same(parts[0], blocked[0], low)}"
-              f", d loss / d W {same(parts[4], blocked[1], gwt)}")
-    total = sum(times[:5])
+              + (f", d loss / d W {same(parts[4], blocked[1], gwt)}" if len(blocked) == 2 else ""))
 
     class Decoder:    # what lm_loss reads of a model
         decoder = torch.nn.Linear(d, V)
@@ -97,17 +112,17 @@ def main(argv=None) -> int:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mm != torch.float32):
             loss = L.lm_loss(Decoder, x, y)
         loss.backward()
+        return loss.detach()
     t = best_of(fused, args.repeats)
-    if blocked:   # the whole loss and its gradients (fp32), blocks against one call
+    if blocked:   # the whole loss and its gradients, blocks against one call
         params, runs = (x, Decoder.decoder.weight, Decoder.decoder.bias), []
+        setting = "VOCAB_BLOCK" if mm == torch.float32 else "BF16_VOCAB_BLOCK"
         for words in (block, V):                        # V words: fewer than two blocks, one call
-            L.VOCAB_BLOCK = words
+            setattr(L, setting, words)
             for p in params:
                 p.grad = None
-            loss = L.lm_loss(Decoder, x, y)
-            loss.backward()
-            runs.append([loss.detach()] + [p.grad for p in params])
-        L.VOCAB_BLOCK = block
+            runs.append([fused()] + [p.grad for p in params])
+        setattr(L, setting, block)
         print("the fused loss and its three gradients, blocks against one call, the same to the "
               f"bit: {all(torch.equal(a, b) for a, b in zip(*runs))}")
     print(f"\nthe parts as the loss runs them, scaled to {N} rows: {total * N / rows:.2f} s; "

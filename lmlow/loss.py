@@ -18,7 +18,13 @@ whose page faults cost more than the writing. At 61k words the loss is 95% of an
 these choices make the paper regime's bf16 update 1.38x as fast (BENCHMARKS.md, "One pass
 less in the loss"). On a CPU in fp32 the two matmuls with the vocabulary as their long side
 take it in blocks (:func:`vocab_blocks`): the same bits, 1.14-1.2x the update's speed on a
-CPU without AVX-512.
+CPU without AVX-512. On a CPU the chunk's matmul writes its logits in its own dtype, and the
+bias, the fp32 softmax, the target's -1 and the rounding back for the next matmuls go over
+``CACHED_ELEMENTS`` values at a time (a few rows), which stay in the core's cache between
+those steps instead of going to memory and back four times; in bf16 the logits' matmul also
+takes the vocabulary in blocks: the same bits, the paper regime's bf16 update 1.36-1.40x as
+fast on an Intel Xeon with AMX (BENCHMARKS.md, "The loss row block by row block"). A GPU
+takes each chunk whole.
 
 Label smoothing (Koehn 2020, 10.2.3): the target is (1 - eps) x the true word + eps x a prior
 over the vocabulary, uniform unless a prior (e.g. the training unigram distribution) is given.
@@ -27,8 +33,10 @@ from __future__ import annotations
 
 import torch
 
-LOGIT_CHUNK_ELEMENTS = 1 << 26   # logits computed at once (256 MB of fp32)
+LOGIT_CHUNK_ELEMENTS = 1 << 26   # logits computed at once (256 MB of fp32, 128 of bf16)
+CACHED_ELEMENTS = 1 << 20   # of those, what a CPU takes through bias, softmax, rounding at once
 VOCAB_BLOCK = 256   # words per fp32 matmul on a CPU (:func:`vocab_blocks`)
+BF16_VOCAB_BLOCK = 4096   # words per bf16 logits matmul on a CPU (:func:`vocab_blocks`)
 BLOCK_ROWS = 2      # one row (a keyboard's next word) takes the vocabulary in one call
 
 _SCRATCH: dict = {}
@@ -66,12 +74,18 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
     the same to the bit (each value is still one sum over d or over the rows; BENCHMARKS.md,
     "The loss in blocks of words"). One row (a keyboard's next word) reuses no slice, and a
     call per block only adds its overhead: one call was 1.14-1.96x as fast (BENCHMARKS.md,
-    "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). None
-    (one call) elsewhere too: on a GPU more calls are only more launches, and bf16 runs
-    oneDNN's kernels, not measured blocked."""
-    if (device.type == "cpu" and dtype == torch.float32 and vocab > 2 * VOCAB_BLOCK
-            and rows >= BLOCK_ROWS):
+    "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). On a
+    CPU in bf16 (oneDNN's kernels), ``BF16_VOCAB_BLOCK`` words a call for the logits (the loss
+    takes d loss / d W in one call there: blocks did not make it faster): at 61k words the
+    logits' matmul ran 1.7-1.8x as fast on an Intel Xeon with AMX, the same bits (BENCHMARKS.md,
+    "The loss row block by row block"). None (one call) elsewhere: on a GPU more calls are only
+    more launches."""
+    if device.type != "cpu" or rows < BLOCK_ROWS:
+        return None
+    if dtype == torch.float32 and vocab > 2 * VOCAB_BLOCK:
         return VOCAB_BLOCK
+    if dtype == torch.bfloat16 and vocab > 2 * BF16_VOCAB_BLOCK:
+        return BF16_VOCAB_BLOCK
     return None
 
 
@@ -175,32 +189,47 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
         prior = prior.float() if eps else None
         block = vocab_blocks(weight.size(0), mm, h.device, min(rows, h.size(0)))
         with torch.autocast(h.device.type, enabled=False):
+            bias32 = bias.float()
             for i in range(0, h.size(0), rows):
                 hc, yc = h[i:i + rows].to(mm), y[i:i + rows].unsqueeze(1)
                 shape, dev = (hc.size(0), weight.size(0)), h.device
-                logits = scratch("logits", shape, torch.float32, dev)
-                low = scratch("low", shape, mm, dev) if mm != torch.float32 else logits
-                logits_into(low, hc, w, block)
-                if low is not logits:
-                    logits.copy_(low)
-                logits += bias.float()                    # in place: 3x faster on CPU
-                g = torch.softmax(logits, dim=-1, out=scratch("probs", shape, torch.float32, dev))
-                picked = logits.gather(1, yc).squeeze(1)
-                lse = log_normaliser(logits, g, picked, g.gather(1, yc).squeeze(1),
-                                     wait_free=dev.type != "cpu")
-                plain = (lse - picked).sum()
+                # the chunk's logits as the matmul writes them (in its dtype), then, a block of
+                # rows at a time, what the next two matmuls read: d loss / d logits, rounded
+                g = logits_into(scratch("low", shape, mm, dev), hc, w, block)
+                step = shape[0] if dev.type != "cpu" else max(1, CACHED_ELEMENTS // shape[1])
+                per_row = torch.empty((2 if eps else 1, shape[0]), dtype=torch.float32, device=dev)
+                for j in range(0, shape[0], step):
+                    part, yj = g[j:j + step], yc[j:j + step]
+                    if mm == torch.float32:
+                        logits = part.add_(bias32)                   # in place: 3x faster on CPU
+                    else:                                       # (torch.add(part, bias32, out=)
+                        logits = scratch("logits", part.shape, torch.float32, dev)  # copies first)
+                        logits.copy_(part).add_(bias32)
+                    probs = torch.softmax(logits, dim=-1,
+                                          out=scratch("probs", part.shape, torch.float32, dev))
+                    picked = logits.gather(1, yj).squeeze(1)
+                    lse = log_normaliser(logits, probs, picked, probs.gather(1, yj).squeeze(1),
+                                         wait_free=dev.type != "cpu")
+                    per_row[0, j:j + step] = lse - picked
+                    if eps:
+                        per_row[1, j:j + step] = lse * prior.sum() - logits @ prior
+                    probs.scatter_add_(1, yj, probs.new_full((yj.size(0), 1), -(1 - eps)))
+                    if eps:
+                        probs -= eps * prior
+                    if gb is not None:
+                        gb += probs.sum(0)
+                    if mm == torch.float32 and step >= shape[0]:
+                        g = probs                    # one block (a GPU): read where it is
+                    elif scale is None:
+                        part.copy_(probs)            # rounded to the matmuls' dtype, if lower
+                    else:
+                        torch.mul(probs, scale, out=part)
+                plain = per_row[0].sum()
                 loss = (1 - eps) * plain
                 if eps:
-                    loss = loss + eps * (lse * prior.sum() - logits @ prior).sum()
+                    loss = loss + eps * per_row[1].sum()
                     nll += plain
                 total += loss
-                g.scatter_add_(1, yc, g.new_full((yc.size(0), 1), -(1 - eps)))
-                if eps:
-                    g -= eps * prior
-                if gb is not None:
-                    gb += g.sum(0)
-                if low is not logits:       # the softmax, rounded for the matmuls
-                    g = low.copy_(g) if scale is None else torch.mul(g, scale, out=low)
                 if need_h:
                     if mm == torch.float32:
                         torch.mm(g, w, out=gh[i:i + rows])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lmlow.loss import VOCAB_BLOCK
+from lmlow.loss import BF16_VOCAB_BLOCK, CACHED_ELEMENTS, VOCAB_BLOCK
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -88,22 +88,52 @@ def test_prebuilt_fixtures_are_the_fixtures_a_full_machine_makes(speech_corpus, 
     assert again.returncode == 2 and "exists" in again.stderr
 
 
-@pytest.mark.parametrize("precision,vocab", [("fp32", 300), ("bf16", 300), ("fp32", 1200)])
+@pytest.mark.parametrize("precision,vocab", [("fp32", 300), ("bf16", 300), ("fp32", 1200),
+                                             ("bf16", 9000)])
 def test_loss_parts_times_each_part_of_a_chunk_and_the_whole_loss(precision, vocab):
-    """Every part timed, and at a vocabulary above two blocks in fp32 (1,200 words, blocks of
-    lmlow.loss.VOCAB_BLOCK) also the two matmuls as the loss runs them, block by block."""
+    """Every part timed, the bias and softmax also a few rows at a time as the loss runs them
+    on a CPU, and at a vocabulary above two blocks (fp32: 1,200 words, blocks of
+    lmlow.loss.VOCAB_BLOCK; bf16: 9,000, of BF16_VOCAB_BLOCK) the matmuls the loss takes
+    block by block (fp32 both, bf16 the logits'), checked to give the one call's bits."""
     out = run("loss_parts.py", "--vocab", str(vocab), "--dim", "8", "--tokens", "50",
               "--repeats", "1", "--precision", precision)
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    names = ["logits = h W^T", "+ bias", "softmax", "dh = G W", "dW^T += [h;1]^T G"]
+    step = min(50, max(1, CACHED_ELEMENTS // vocab))
+    names = ["logits = h W^T", "+ bias", "softmax", "dh = G W", "dW^T += [h;1]^T G",
+             f"bias, softmax, rounding back: {step} rows at a time"]
     if vocab > 2 * VOCAB_BLOCK and precision == "fp32":
         names += [f"logits = h W^T, {VOCAB_BLOCK} words a call",
                   f"dW^T += [h;1]^T G, {VOCAB_BLOCK} words a call"]
-        assert "blocks against one call, the same to the bit: logits " in out
-        assert "the fused loss and its three gradients, blocks against one call" in out
+        assert "blocks against one call, the same to the bit: logits True, d loss / d W True" in out
+    if vocab > 2 * BF16_VOCAB_BLOCK and precision == "bf16":
+        names += [f"logits = h W^T, {BF16_VOCAB_BLOCK} words a call"]
+        assert "blocks against one call, the same to the bit: logits True\n" in out
+    if len(names) > 6:
+        assert "the fused loss and its three gradients, blocks against one call, the same to " \
+            "the bit: True" in out
     assert [r.split(" | ")[0][2:] for r in rows] == names
     assert all(float(r.split(" | ")[2].rstrip(" |")) > 0 for r in rows if "W" in r.split(" | ")[0])
     assert f"{precision}, V {vocab:,}, d 8" in out and "tokens/s)" in out
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_loss_ab_tells_a_change_of_bits_from_none(tmp_path, precision):
+    """loss_ab.py, given two trees whose losses agree, says so for the loss and its three
+    gradients; given one whose bias is off by one part in 1e4, says the bits differ."""
+    source = (BENCH.parent / "lmlow" / "loss.py").read_text()
+    trees = {}
+    for name, text in (("same", source),
+                       ("off", source.replace("bias32 = bias.float()", "bias32 = bias.float() * 1.0001"))):
+        (tmp_path / name / "lmlow").mkdir(parents=True)
+        (tmp_path / name / "lmlow" / "loss.py").write_text(text)
+        trees[name] = tmp_path / name
+    assert "bias.float() * 1.0001" in (trees["off"] / "lmlow" / "loss.py").read_text()
+    args = ["--vocab", "300", "--dim", "8", "--tokens", "40", "--rounds", "1", "--precision", precision]
+    agree = run("loss_ab.py", BENCH.parent, trees["same"], *args)
+    assert "the same to the bit (loss, d/dh, d/dW, d/db): True, True, True, True" in agree
+    assert "new / old speed: " in agree and "tokens/s" in agree
+    differ = run("loss_ab.py", BENCH.parent, trees["off"], *args)
+    assert "the same to the bit (loss, d/dh, d/dW, d/db): False" in differ
 
 
 @pytest.mark.parametrize("script,preset,args", [

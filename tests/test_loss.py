@@ -97,6 +97,7 @@ class LogitShapes(TorchDispatchMode):
     def __init__(self, vocab, d=D):
         super().__init__()
         self.vocab, self.rows, self.written, self.grad_rows = vocab, [], [], (d, d + 1)
+        self.kinds = []     # (rows, dtype) of each new one
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -109,6 +110,7 @@ class LogitShapes(TorchDispatchMode):
                     self.written.append(t.size(0))
                 if new:
                     self.rows.append(t.size(0))
+                    self.kinds.append((t.size(0), t.dtype))
         return out
 
 
@@ -126,17 +128,21 @@ def make_prior(kind):
     return unigram_prior() if kind == "unigram" else None
 
 
+@pytest.mark.parametrize("row_block", [None, 3], ids=["one-row-block", "3-row-blocks"])
 @pytest.mark.parametrize("vocab_block", [None, 10], ids=["one-matmul", "10-word-blocks"])
 @pytest.mark.parametrize("chunk_rows", [None, 7, 1], ids=["one-chunk", "7-row-chunks", "1-row-chunks"])
 @pytest.mark.parametrize("eps,kind", CASES, ids=[f"eps{e}-{k}" for e, k in CASES])
 def test_loss_and_gradients_equal_autograd_cross_entropy(monkeypatch, eps, kind, chunk_rows,
-                                                         vocab_block):
+                                                         vocab_block, row_block):
     """Loss, d/dh, d/dW and d/db equal float64 autograd on F.cross_entropy (uniform smoothing:
     its label_smoothing=eps) or (1-eps) nll + eps (-sum prior log_softmax) (unigram prior),
-    with one chunk and with several (30 rows in chunks of 7: the last one partial; or 1), and
-    with the CPU's fp32 matmuls in one call or in blocks of 10 words (the last one 7)."""
+    with one chunk and with several (30 rows in chunks of 7: the last one partial; or 1),
+    with the CPU's fp32 matmuls in one call or in blocks of 10 words (the last one 7), and
+    with each chunk's softmax taken whole or 3 rows at a time (the last block partial)."""
     if chunk_rows:
         monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * chunk_rows)
+    if row_block:
+        monkeypatch.setattr(lmlow.loss, "CACHED_ELEMENTS", V * row_block)
     if vocab_block:
         monkeypatch.setattr(lmlow.loss, "VOCAB_BLOCK", vocab_block)
         monkeypatch.setattr(lmlow.loss, "BLOCK_ROWS", 1)     # blocks for chunks of any rows
@@ -172,6 +178,24 @@ def test_several_chunks_give_what_one_chunk_gives_and_never_hold_all_logits(monk
     for a, b, w, what in zip(one, many, want, ("loss", "d/dh", "d/dW", "d/db")):
         assert_close(b, a, what + " (chunked vs one chunk)")
         assert_close(b, w, what + " (chunked vs reference)")
+
+
+def test_in_bf16_a_cpu_holds_fp32_logits_only_a_row_block_at_a_time(monkeypatch):
+    """Under bf16 autocast on a CPU the chunk's logits are held in bf16 (the matmul's dtype),
+    and their fp32 copy and softmax only a block of rows at a time: with chunks of 7 rows and
+    blocks of 3, no fp32 (rows, V) tensor of more than 3 rows is made, none in bf16 of more
+    than 7, and the numbers stay the reference's within bf16 rounding."""
+    monkeypatch.setattr(lmlow.loss, "_SCRATCH", {})
+    monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * 7)
+    monkeypatch.setattr(lmlow.loss, "CACHED_ELEMENTS", V * 3)
+    m, (h, y) = untied(), inputs()
+    with torch.autocast("cpu", dtype=torch.bfloat16), LogitShapes(V) as seen:
+        got = fused(m, h, y, 0.0, None)
+    rows = {dtype: max(r for r, d in seen.kinds if d == dtype) for _, dtype in seen.kinds}
+    assert rows == {torch.float32: 3, torch.bfloat16: 7}
+    want = reference(h, m.decoder.weight, m.decoder.bias, y, 0.0, None)
+    for g, w, what in zip(got, want, ("loss", "d/dh", "d/dW", "d/db")):
+        assert (g.double() - w).abs().max().item() <= 0.02 * w.abs().max().item(), what
 
 
 @pytest.mark.parametrize("precision", [None, torch.bfloat16], ids=["fp32", "bf16"])
@@ -294,10 +318,18 @@ def test_loss_without_gradients_is_the_reference_loss():
     assert_close(got, reference(h, m.decoder.weight, m.decoder.bias, y, 0.25, prior)[0], "loss")
 
 
-def test_bf16_autocast_stays_close_and_keeps_fp32_gradients(monkeypatch):
+@pytest.mark.parametrize("blocks", [False, True], ids=["whole-chunks", "row-and-word-blocks"])
+def test_bf16_autocast_stays_close_and_keeps_fp32_gradients(monkeypatch, blocks):
     """Under CPU bf16 autocast (what --precision bf16 runs) the loss and gradients stay within
-    bf16 rounding (2%) of the float64 reference and come back in the parameters' dtype."""
+    bf16 rounding (2%) of the float64 reference and come back in the parameters' dtype, with
+    each chunk's softmax taken whole, or 3 rows at a time with the logits' matmul 10 words at a
+    time (a CPU's bf16 blocks, smaller than their defaults)."""
     monkeypatch.setattr(lmlow.loss, "LOGIT_CHUNK_ELEMENTS", V * 7)
+    if blocks:
+        monkeypatch.setattr(lmlow.loss, "CACHED_ELEMENTS", V * 3)
+        monkeypatch.setattr(lmlow.loss, "BF16_VOCAB_BLOCK", 10)
+        monkeypatch.setattr(lmlow.loss, "BLOCK_ROWS", 1)
+    assert (lmlow.loss.vocab_blocks(V, torch.bfloat16, torch.device("cpu"), 7) == 10) == blocks
     m, (h, y) = untied(), inputs()
     with torch.autocast("cpu", dtype=torch.bfloat16):
         got = fused(m, h, y, 0.1, None)
