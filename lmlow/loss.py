@@ -22,7 +22,7 @@ CPU without AVX-512. On a CPU the chunk's matmul writes its logits in its own dt
 bias, the fp32 softmax, the target's -1 and the rounding back for the next matmuls go over
 ``CACHED_ELEMENTS`` values at a time (a few rows), which stay in the core's cache between
 those steps instead of going to memory and back four times; in bf16 the logits' matmul also
-takes the vocabulary in blocks: the same bits, the paper regime's bf16 update 1.36-1.40x as
+takes the vocabulary in blocks: the same bits, the paper regime's bf16 update 1.30-1.36x as
 fast on an Intel Xeon with AMX (BENCHMARKS.md, "The loss row block by row block"). A GPU
 takes each chunk whole.
 
@@ -77,7 +77,7 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
     "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). On a
     CPU in bf16 (oneDNN's kernels), ``BF16_VOCAB_BLOCK`` words a call for the logits (the loss
     takes d loss / d W in one call there: blocks did not make it faster): at 61k words the
-    logits' matmul ran 1.7-1.8x as fast on an Intel Xeon with AMX, the same bits (BENCHMARKS.md,
+    logits' matmul ran 1.65x as fast on an Intel Xeon with AMX, the same bits (BENCHMARKS.md,
     "The loss row block by row block"). None (one call) elsewhere: on a GPU more calls are only
     more launches."""
     if device.type != "cpu" or rows < BLOCK_ROWS:
