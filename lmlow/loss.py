@@ -22,9 +22,10 @@ CPU without AVX-512. On a CPU the chunk's matmul writes its logits in its own dt
 bias, the fp32 softmax, the target's -1 and the rounding back for the next matmuls go over
 ``CACHED_ELEMENTS`` values at a time (a few rows), which stay in the core's cache between
 those steps instead of going to memory and back four times; in bf16 the logits' matmul also
-takes the vocabulary in blocks: the same bits, the paper regime's bf16 update 1.30-1.36x as
-fast on an Intel Xeon with AMX (BENCHMARKS.md, "The loss row block by row block"). A GPU
-takes each chunk whole.
+takes the vocabulary in blocks: the same bits (but for d/db when the output weights are
+frozen and the bias trains: summed a row block at a time, other rounding), the paper
+regime's bf16 update 1.30-1.36x as fast on an Intel Xeon with AMX (BENCHMARKS.md, "The loss
+row block by row block"). A GPU takes each chunk whole.
 
 Label smoothing (Koehn 2020, 10.2.3): the target is (1 - eps) x the true word + eps x a prior
 over the vocabulary, uniform unless a prior (e.g. the training unigram distribution) is given.
