@@ -6,7 +6,7 @@ forward and backward, interleaved (best of the rounds), at one thread. For a cha
 in another folder and give both.
 
 Usage: python benchmarks/loss_ab.py OLD_TREE NEW_TREE [--vocab 61115] [--dim 100]
-           [--tokens 5600] [--precision bf16|fp32] [--rounds 3] [--threads 1]
+           [--tokens 5600] [--precision bf16|fp32] [--rounds 3] [--threads 1] [--frozen-output]
 e.g.   git worktree add /tmp/before HEAD~1 && python benchmarks/loss_ab.py /tmp/before .
 """
 from __future__ import annotations
@@ -38,6 +38,8 @@ def main(argv=None) -> int:
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--frozen-output", action="store_true",
+                    help="the output weights frozen, their bias trained (d/db without d/dW)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     trees = {"old": load(args.old, "loss_old"), "new": load(args.new, "loss_new")}
@@ -53,6 +55,7 @@ def main(argv=None) -> int:
         with torch.no_grad():
             model.decoder.weight.copy_(w)
             model.decoder.bias.copy_(b)
+        model.decoder.weight.requires_grad_(not args.frozen_output)
         x = h.clone().requires_grad_(True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             loss = loss_module.lm_loss(model, x, y)
@@ -60,16 +63,20 @@ def main(argv=None) -> int:
         return [loss.detach(), x.grad, model.decoder.weight.grad, model.decoder.bias.grad]
 
     got = {name: run(module) for name, module in trees.items()}
-    same = [torch.equal(a, c) for a, c in zip(got["old"], got["new"])]
+    same = [a is c is None or (a is not None and c is not None and torch.equal(a, c))
+            for a, c in zip(got["old"], got["new"])]   # None: a frozen weight's, no gradient
     times = {name: [] for name in trees}
     for _ in range(args.rounds):
         for name, module in trees.items():
             t0 = time.perf_counter()
             run(module)
             times[name].append(time.perf_counter() - t0)
-    print(f"{args.threads} thread(s), {args.precision}, V {V:,}, d {d}, {N} rows; "
-          f"torch {torch.__version__}")
+    print(f"{args.threads} thread(s), {args.precision}, V {V:,}, d {d}, {N} rows"
+          f"{', output weights frozen' if args.frozen_output else ''}; torch {torch.__version__}")
     print("the same to the bit (loss, d/dh, d/dW, d/db): " + ", ".join(map(str, same)))
+    worst = [(a.double() - c.double()).abs().max().item() if a is not None and c is not None else 0.0
+             for a, c in zip(got["old"], got["new"])]
+    print("largest difference (loss, d/dh, d/dW, d/db): " + ", ".join(f"{x:.3g}" for x in worst))
     for name in trees:
         print(f"{name} ({getattr(args, name)}): best {min(times[name]):.3f} s "
               f"({N / min(times[name]):,.0f} tokens/s); rounds "

@@ -134,6 +134,9 @@ def test_loss_ab_tells_a_change_of_bits_from_none(tmp_path, precision):
     assert "new / old speed: " in agree and "tokens/s" in agree
     differ = run("loss_ab.py", BENCH.parent, trees["off"], *args)
     assert "the same to the bit (loss, d/dh, d/dW, d/db): False" in differ
+    frozen = run("loss_ab.py", BENCH.parent, trees["same"], *args, "--frozen-output")
+    assert "the same to the bit (loss, d/dh, d/dW, d/db): True, True, True, True" in frozen
+    assert "largest difference (loss, d/dh, d/dW, d/db): 0, 0, 0, 0" in frozen
 
 
 @pytest.mark.parametrize("script,preset,args", [
