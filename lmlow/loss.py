@@ -203,8 +203,8 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
                     part, yj = g[j:j + step], yc[j:j + step]
                     if mm == torch.float32:
                         logits = part.add_(bias32)                   # in place: 3x faster on CPU
-                    else:                                       # (torch.add(part, bias32, out=)
-                        logits = scratch("logits", part.shape, torch.float32, dev)  # copies first)
+                    else:   # copy, then add: torch.add(part, bias32, out=) makes a copy first
+                        logits = scratch("logits", part.shape, torch.float32, dev)
                         logits.copy_(part).add_(bias32)
                     probs = torch.softmax(logits, dim=-1,
                                           out=scratch("probs", part.shape, torch.float32, dev))
