@@ -38,6 +38,9 @@ LOGIT_CHUNK_ELEMENTS = 1 << 26   # logits computed at once (256 MB of fp32, 128 
 CACHED_ELEMENTS = 1 << 20   # of those, what a CPU takes through bias, softmax, rounding at once
 VOCAB_BLOCK = 256   # words per fp32 matmul on a CPU (:func:`vocab_blocks`)
 BF16_VOCAB_BLOCK = 4096   # words per bf16 logits matmul on a CPU (:func:`vocab_blocks`)
+# fp32 blocks only where they were measured to help: a CPU whose widest vector unit torch uses
+# is AVX2 (on an AVX-512 one, one call was as fast or faster: :func:`vocab_blocks`)
+FP32_BLOCKS = torch.backends.cpu.get_cpu_capability() == "AVX2"
 BLOCK_ROWS = 2      # one row (a keyboard's next word) takes the vocabulary in one call
 
 _SCRATCH: dict = {}
@@ -68,12 +71,14 @@ def scratch(slot: str, shape: tuple[int, int], dtype: torch.dtype,
 def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
                  rows: int) -> int | None:
     """How many words each of the loss's two matmuls with a (rows, V) side (the logits, and
-    d loss / d W) takes at a time. On a CPU in fp32, from ``BLOCK_ROWS`` rows up:
-    ``VOCAB_BLOCK`` words a call, so that W's slice stays in cache while the rows pass over it;
-    at 61k words the logits ran 1.05-1.40x and d loss / d W 1.11-1.29x as fast on an AMD EPYC
-    core without AVX-512 (scoring 1.35x), and the loss, its gradients and the scores came out
-    the same to the bit (each value is still one sum over d or over the rows; BENCHMARKS.md,
-    "The loss in blocks of words"). One row (a keyboard's next word) reuses no slice, and a
+    d loss / d W) takes at a time. On a CPU in fp32 whose widest vector unit is AVX2
+    (``FP32_BLOCKS``), from ``BLOCK_ROWS`` rows up: ``VOCAB_BLOCK`` words a call, so that W's
+    slice stays in cache while the rows pass over it; at 61k words the logits ran 1.05-1.40x
+    and d loss / d W 1.11-1.29x as fast on an AMD EPYC core without AVX-512 (scoring 1.35x),
+    and the loss, its gradients and the scores came out the same to the bit (each value is
+    still one sum over d or over the rows; BENCHMARKS.md, "The loss in blocks of words"). On an
+    Intel Xeon with AVX-512 one call was the faster (BENCHMARKS.md, "Scoring row block by row
+    block"), so there, and on any CPU not measured, fp32 takes one call. One row (a keyboard's next word) reuses no slice, and a
     call per block only adds its overhead: one call was 1.14-1.96x as fast (BENCHMARKS.md,
     "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). On a
     CPU in bf16 (oneDNN's kernels), ``BF16_VOCAB_BLOCK`` words a call for the logits (the loss
@@ -83,7 +88,7 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
     more launches."""
     if device.type != "cpu" or rows < BLOCK_ROWS:
         return None
-    if dtype == torch.float32 and vocab > 2 * VOCAB_BLOCK:
+    if dtype == torch.float32 and FP32_BLOCKS and vocab > 2 * VOCAB_BLOCK:
         return VOCAB_BLOCK
     if dtype == torch.bfloat16 and vocab > 2 * BF16_VOCAB_BLOCK:
         return BF16_VOCAB_BLOCK

@@ -146,6 +146,7 @@ def test_loss_and_gradients_equal_autograd_cross_entropy(monkeypatch, eps, kind,
     if vocab_block:
         monkeypatch.setattr(lmlow.loss, "VOCAB_BLOCK", vocab_block)
         monkeypatch.setattr(lmlow.loss, "BLOCK_ROWS", 1)     # blocks for chunks of any rows
+        monkeypatch.setattr(lmlow.loss, "FP32_BLOCKS", True)  # on any CPU, not only AVX2
     assert (lmlow.loss.vocab_blocks(V, torch.float32, torch.device("cpu"), 1) is None) \
         == (vocab_block is None)                      # the blocks are taken where asked for
     m, (h, y), prior = untied(), inputs(), make_prior(kind)
@@ -221,13 +222,16 @@ def test_a_later_update_on_the_cpu_allocates_no_logits(monkeypatch, precision):
         assert_close(got, w, what, **tol)
 
 
+@pytest.mark.parametrize("row_block", [None, 4], ids=["one-row-block", "4-row-blocks"])
 @pytest.mark.parametrize("vocab_block", [None, 10], ids=["one-matmul", "10-word-blocks"])
 @pytest.mark.parametrize("bias_scale", [1.0, 0.3])
-def test_scoring_again_on_the_cpu_allocates_no_scores(monkeypatch, bias_scale, vocab_block):
-    """lmlow.evaluate.log_probs writes the scores and their log-softmax into kept buffers:
-    scoring a stream a second time allocates no (rows, V) tensor, and the per-token numbers
-    are those of log_softmax over W h + lambda b computed afresh (float64 here), with the
-    scores' matmul in one call or in blocks of 10 words."""
+def test_scoring_again_on_the_cpu_allocates_no_scores(monkeypatch, bias_scale, vocab_block,
+                                                      row_block):
+    """Scoring (lmlow.evaluate.target_log_probs) writes the scores and their log-softmax into
+    kept buffers: scoring a stream a second time allocates no (rows, V) tensor, and the
+    per-token numbers are those of log_softmax over W h + lambda b computed afresh (float64
+    here), with the scores' matmul in one call or in blocks of 10 words, and the log-softmax
+    over all the rows at once or 4 at a time (the last block partial)."""
     import numpy as np
 
     from lmlow.evaluate import lstm_logprobs
@@ -235,6 +239,9 @@ def test_scoring_again_on_the_cpu_allocates_no_scores(monkeypatch, bias_scale, v
     monkeypatch.setattr(lmlow.loss, "_SCRATCH", {})
     if vocab_block:
         monkeypatch.setattr(lmlow.loss, "VOCAB_BLOCK", vocab_block)
+        monkeypatch.setattr(lmlow.loss, "FP32_BLOCKS", True)
+    if row_block:
+        monkeypatch.setattr(lmlow.loss, "CACHED_ELEMENTS", V * row_block)
     m = untied().eval()
     ids = np.random.RandomState(3).randint(1, V, 200)
     ids[::9] = 0
