@@ -77,8 +77,8 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
     and d loss / d W 1.11-1.29x as fast on an AMD EPYC core without AVX-512 (scoring 1.35x),
     and the loss, its gradients and the scores came out the same to the bit (each value is
     still one sum over d or over the rows; BENCHMARKS.md, "The loss in blocks of words"). On an
-    Intel Xeon with AVX-512 one call was the faster (BENCHMARKS.md, "Scoring row block by row
-    block"), so there, and on any CPU not measured, fp32 takes one call. One row (a keyboard's next word) reuses no slice, and a
+    Intel Xeon with AVX-512 one call was the faster (1.08-1.14x at 700-1,098 rows: BENCHMARKS.md,
+    "Scoring row block by row block"), so there, and on any CPU not measured, fp32 takes one call. One row (a keyboard's next word) reuses no slice, and a
     call per block only adds its overhead: one call was 1.14-1.96x as fast (BENCHMARKS.md,
     "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). On a
     CPU in bf16 (oneDNN's kernels), ``BF16_VOCAB_BLOCK`` words a call for the logits (the loss
