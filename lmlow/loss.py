@@ -18,7 +18,7 @@ whose page faults cost more than the writing. At 61k words the loss is 95% of an
 these choices make the paper regime's bf16 update 1.38x as fast (BENCHMARKS.md, "One pass
 less in the loss"). On a CPU in fp32 the two matmuls with the vocabulary as their long side
 take it in blocks (:func:`vocab_blocks`): the same bits, 1.14-1.2x the update's speed on a
-CPU without AVX-512. On a CPU the chunk's matmul writes its logits in its own dtype, and the
+CPU without AVX-512 (only there: with AVX-512 one call was faster). On a CPU the chunk's matmul writes its logits in its own dtype, and the
 bias, the fp32 softmax, the target's -1 and the rounding back for the next matmuls go over
 ``CACHED_ELEMENTS`` values at a time (a few rows), which stay in the core's cache between
 those steps instead of going to memory and back four times; in bf16 the logits' matmul also
@@ -77,8 +77,9 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
     and d loss / d W 1.11-1.29x as fast on an AMD EPYC core without AVX-512 (scoring 1.35x),
     and the loss, its gradients and the scores came out the same to the bit (each value is
     still one sum over d or over the rows; BENCHMARKS.md, "The loss in blocks of words"). On an
-    Intel Xeon with AVX-512 one call was the faster (1.08-1.14x at 700-1,098 rows: BENCHMARKS.md,
-    "Scoring row block by row block"), so there, and on any CPU not measured, fp32 takes one call. One row (a keyboard's next word) reuses no slice, and a
+    Intel Xeon with AVX-512 one call was the faster (1.08-1.14x at 700-1,098 rows:
+    BENCHMARKS.md, "Scoring row block by row block"), so there, and on any CPU not measured,
+    fp32 takes one call. One row (a keyboard's next word) reuses no slice, and a
     call per block only adds its overhead: one call was 1.14-1.96x as fast (BENCHMARKS.md,
     "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). On a
     CPU in bf16 (oneDNN's kernels), ``BF16_VOCAB_BLOCK`` words a call for the logits (the loss
