@@ -17,15 +17,15 @@ are written into buffers the process keeps (:func:`scratch`) rather than into fr
 whose page faults cost more than the writing. At 61k words the loss is 95% of an update;
 these choices make the paper regime's bf16 update 1.38x as fast (BENCHMARKS.md, "One pass
 less in the loss"). On a CPU in fp32 the two matmuls with the vocabulary as their long side
-take it in blocks (:func:`vocab_blocks`): the same bits, 1.14-1.2x the update's speed on a
-CPU without AVX-512 (only there: with AVX-512 one call was faster). On a CPU the chunk's matmul writes its logits in its own dtype, and the
-bias, the fp32 softmax, the target's -1 and the rounding back for the next matmuls go over
-``CACHED_ELEMENTS`` values at a time (a few rows), which stay in the core's cache between
-those steps instead of going to memory and back four times; in bf16 the logits' matmul also
-takes the vocabulary in blocks: the same bits (but for d/db when the output weights are
-frozen and the bias trains: summed a row block at a time, other rounding), the paper
-regime's bf16 update 1.30-1.36x as fast on an Intel Xeon with AMX (BENCHMARKS.md, "The loss
-row block by row block"). A GPU takes each chunk whole.
+take it in blocks (:func:`vocab_blocks`): the same bits, 1.14-1.2x the update's speed on a CPU
+without AVX-512 (only there: with AVX-512 one call was faster). On a CPU the chunk's matmul
+writes its logits in its own dtype, and the bias, the fp32 softmax, the target's -1 and the
+rounding back for the next matmuls go over ``CACHED_ELEMENTS`` values at a time (a few rows),
+which stay in the core's cache between those steps instead of going to memory and back four
+times; in bf16 the logits' matmul also takes the vocabulary in blocks: the same bits (but for
+d/db when the output weights are frozen and the bias trains: summed a row block at a time,
+other rounding), the paper regime's bf16 update 1.30-1.36x as fast on an Intel Xeon with AMX
+(BENCHMARKS.md, "The loss row block by row block"). A GPU takes each chunk whole.
 
 Label smoothing (Koehn 2020, 10.2.3): the target is (1 - eps) x the true word + eps x a prior
 over the vocabulary, uniform unless a prior (e.g. the training unigram distribution) is given.
