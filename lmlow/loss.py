@@ -22,10 +22,10 @@ without AVX-512 (only there: with AVX-512 one call was faster). On a CPU the chu
 writes its logits in its own dtype, and the bias, the fp32 softmax, the target's -1 and the
 rounding back for the next matmuls go over ``CACHED_ELEMENTS`` values at a time (a few rows),
 which stay in the core's cache between those steps instead of going to memory and back four
-times; in bf16 the logits' matmul also takes the vocabulary in blocks: the same bits (but for
-d/db when the output weights are frozen and the bias trains: summed a row block at a time,
-other rounding), the paper regime's bf16 update 1.30-1.36x as fast on an Intel Xeon with AMX
-(BENCHMARKS.md, "The loss row block by row block"). A GPU takes each chunk whole.
+times; in bf16 with AMX the logits' matmul also takes the vocabulary in blocks: the same bits
+(but for d/db when the output weights are frozen and the bias trains: summed a row block at a
+time, other rounding), the paper regime's bf16 update 1.30-1.36x as fast on an Intel Xeon with
+AMX (BENCHMARKS.md, "The loss row block by row block"). A GPU takes each chunk whole.
 
 Label smoothing (Koehn 2020, 10.2.3): the target is (1 - eps) x the true word + eps x a prior
 over the vocabulary, uniform unless a prior (e.g. the training unigram distribution) is given.
@@ -41,6 +41,8 @@ BF16_VOCAB_BLOCK = 4096   # words per bf16 logits matmul on a CPU (:func:`vocab_
 # fp32 blocks only where they were measured to help: a CPU whose widest vector unit torch uses
 # is AVX2 (on an AVX-512 one, one call was as fast or faster: :func:`vocab_blocks`)
 FP32_BLOCKS = torch.backends.cpu.get_cpu_capability() == "AVX2"
+# bf16 blocks only where measured: a CPU with AMX tiles (oneDNN's AMX kernels)
+BF16_BLOCKS = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
 BLOCK_ROWS = 2      # one row (a keyboard's next word) takes the vocabulary in one call
 
 _SCRATCH: dict = {}
@@ -82,16 +84,17 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
     fp32 takes one call. One row (a keyboard's next word) reuses no slice, and a
     call per block only adds its overhead: one call was 1.14-1.96x as fast (BENCHMARKS.md,
     "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). On a
-    CPU in bf16 (oneDNN's kernels), ``BF16_VOCAB_BLOCK`` words a call for the logits (the loss
-    takes d loss / d W in one call there: blocks did not make it faster): at 61k words the
-    logits' matmul ran 1.65x as fast on an Intel Xeon with AMX, the same bits (BENCHMARKS.md,
-    "The loss row block by row block"). None (one call) elsewhere: on a GPU more calls are only
-    more launches."""
+    CPU in bf16 with AMX tiles (``BF16_BLOCKS``), ``BF16_VOCAB_BLOCK`` words a call for the
+    logits (the loss takes d loss / d W in one call there: blocks did not make it faster): at
+    61k words the logits' matmul ran 1.65x as fast on an Intel Xeon with AMX, the same bits
+    (BENCHMARKS.md, "The loss row block by row block"); not measured on a CPU with AVX-512
+    BF16 and no AMX, which keeps one call. None (one call) elsewhere: on a GPU more calls are
+    only more launches."""
     if device.type != "cpu" or rows < BLOCK_ROWS:
         return None
     if dtype == torch.float32 and FP32_BLOCKS and vocab > 2 * VOCAB_BLOCK:
         return VOCAB_BLOCK
-    if dtype == torch.bfloat16 and vocab > 2 * BF16_VOCAB_BLOCK:
+    if dtype == torch.bfloat16 and BF16_BLOCKS and vocab > 2 * BF16_VOCAB_BLOCK:
         return BF16_VOCAB_BLOCK
     return None
 

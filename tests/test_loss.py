@@ -335,6 +335,7 @@ def test_bf16_autocast_stays_close_and_keeps_fp32_gradients(monkeypatch, blocks)
     if blocks:
         monkeypatch.setattr(lmlow.loss, "CACHED_ELEMENTS", V * 3)
         monkeypatch.setattr(lmlow.loss, "BF16_VOCAB_BLOCK", 10)
+        monkeypatch.setattr(lmlow.loss, "BF16_BLOCKS", True)     # on any CPU, not only AMX
         monkeypatch.setattr(lmlow.loss, "BLOCK_ROWS", 1)
     assert (lmlow.loss.vocab_blocks(V, torch.bfloat16, torch.device("cpu"), 7) == 10) == blocks
     m, (h, y) = untied(), inputs()
