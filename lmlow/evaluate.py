@@ -498,6 +498,15 @@ def tune_weight(lp_a: np.ndarray, lp_b: np.ndarray, iterations: int = 200, tol: 
     return w
 
 
+def _cpu_fp32(output, weight) -> bool:
+    """Whether scoring ``output`` runs on a CPU in fp32 (no autocast): where the scores go into
+    the buffers :func:`lmlow.loss.scratch` keeps."""
+    import torch
+
+    return (output.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
+            and output.dtype == torch.float32 and weight.dtype == torch.float32)
+
+
 def log_probs(model, output, bias_scale: float = 1.0):
     """Log-probabilities over the vocabulary of each row of ``output`` (rows, d). On a CPU in
     fp32 (no autocast) the scores and their log-softmax go into buffers the process keeps
@@ -509,8 +518,7 @@ def log_probs(model, output, bias_scale: float = 1.0):
     from lmlow.loss import scratch
 
     weight = model.decoder.weight
-    if (output.device.type != "cpu" or torch.is_autocast_enabled("cpu")
-            or output.dtype != torch.float32 or weight.dtype != torch.float32):
+    if not _cpu_fp32(output, weight):
         return torch.log_softmax(model.logits(output, bias_scale).float(), dim=-1)
     shape, dev = (output.size(0), weight.size(0)), output.device
     scores = model.logits(output, bias_scale, out=scratch("scores", shape, torch.float32, dev))
@@ -530,8 +538,7 @@ def target_log_probs(model, output, targets, bias_scale: float = 1.0):
     from lmlow.loss import CACHED_ELEMENTS, scratch
 
     weight = model.decoder.weight
-    if (output.device.type != "cpu" or torch.is_autocast_enabled("cpu")
-            or output.dtype != torch.float32 or weight.dtype != torch.float32):
+    if not _cpu_fp32(output, weight):
         return log_probs(model, output, bias_scale).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     shape, dev = (output.size(0), weight.size(0)), output.device
     scores = model.logits(output, bias_scale, out=scratch("scores", shape, torch.float32, dev))

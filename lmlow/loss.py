@@ -197,6 +197,7 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         nll = torch.zeros((), dtype=torch.float32, device=h.device) if eps else total
         prior = prior.float() if eps else None
+        prior_total = prior.sum() if eps else None
         block = vocab_blocks(weight.size(0), mm, h.device, min(rows, h.size(0)))
         with torch.autocast(h.device.type, enabled=False):
             bias32 = bias.float()
@@ -222,7 +223,7 @@ class ChunkedSoftmaxCE(torch.autograd.Function):
                                          wait_free=dev.type != "cpu")
                     per_row[0, j:j + step] = lse - picked
                     if eps:
-                        per_row[1, j:j + step] = lse * prior.sum() - logits @ prior
+                        per_row[1, j:j + step] = lse * prior_total - logits @ prior
                     probs.scatter_add_(1, yj, probs.new_full((yj.size(0), 1), -(1 - eps)))
                     if eps:
                         probs -= eps * prior
