@@ -3,12 +3,13 @@
 ``lmlow.loss.ChunkedSoftmaxCE`` timed alone (the logits' matmul, the bias, the softmax, the
 two gradient matmuls), with the matmuls' GFLOP/s, and on a CPU the matmuls the loss takes in
 blocks of words (``lmlow.loss.vocab_blocks``: in fp32 two, in bf16 the logits'), then the whole
-fused loss, forward and backward, on the rows of an update. At the paper regime's 61,115
+fused loss, forward and backward, on the rows of an update, and the BLAS's speed on a large
+square product in the same dtype (``--square``), the most a matmul gets on this core. At the paper regime's 61,115
 words the loss is about 95% of an update (BENCHMARKS.md), so this says what a CPU's BLAS
 allows the update to reach.
 
 Usage: python benchmarks/loss_parts.py [--vocab 61115] [--dim 100] [--tokens 5600]
-           [--precision fp32|bf16] [--repeats 3]
+           [--precision fp32|bf16] [--repeats 3] [--square 1024]
 """
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens", type=int, default=5600, help="rows of an update (batch x BPTT)")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--square", type=int, default=1024,
+                    help="side n of the n x n x n product timed as the BLAS's ceiling (0: none)")
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     mm = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -125,6 +128,12 @@ def main(argv=None) -> int:
         setattr(L, setting, block)
         print("the fused loss and its three gradients, blocks against one call, the same to the "
               f"bit: {all(torch.equal(a, b) for a, b in zip(*runs))}")
+    if args.square:
+        a, c = torch.randn(args.square, args.square).to(mm), torch.randn(args.square, args.square).to(mm)
+        t_sq = best_of(lambda: torch.mm(a, c), args.repeats)
+        n = args.square
+        print(f"a square product, {n} x {n} x {n}, in {args.precision}: "
+              f"{2 * n ** 3 / t_sq / 1e9:.1f} GFLOP/s (about the most a matmul gets on this core)")
     print(f"\nthe parts as the loss runs them, scaled to {N} rows: {total * N / rows:.2f} s; "
           f"the fused loss, forward and backward: {t:.2f} s ({N / t:,.0f} tokens/s)")
     return 0

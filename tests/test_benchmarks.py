@@ -2,6 +2,7 @@
 while no GPU is at hand (their numbers live in BENCHMARKS.md, never in tests)."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,7 +97,7 @@ def test_loss_parts_times_each_part_of_a_chunk_and_the_whole_loss(precision, voc
     lmlow.loss.VOCAB_BLOCK; bf16: 9,000, of BF16_VOCAB_BLOCK) the matmuls the loss takes
     block by block (fp32 both, bf16 the logits'), checked to give the one call's bits."""
     out = run("loss_parts.py", "--vocab", str(vocab), "--dim", "8", "--tokens", "50",
-              "--repeats", "1", "--precision", precision)
+              "--repeats", "1", "--precision", precision, "--square", "64")
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
     step = min(50, max(1, CACHED_ELEMENTS // vocab))
     names = ["logits = h W^T", "+ bias", "softmax", "dh = G W", "dW^T += [h;1]^T G",
@@ -114,6 +115,8 @@ def test_loss_parts_times_each_part_of_a_chunk_and_the_whole_loss(precision, voc
     assert [r.split(" | ")[0][2:] for r in rows] == names
     assert all(float(r.split(" | ")[2].rstrip(" |")) > 0 for r in rows if "W" in r.split(" | ")[0])
     assert f"{precision}, V {vocab:,}, d 8" in out and "tokens/s)" in out
+    ceiling = re.search(rf"a square product, 64 x 64 x 64, in {precision}: ([0-9.]+) GFLOP/s", out)
+    assert ceiling and float(ceiling.group(1)) > 0
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
