@@ -4,9 +4,9 @@
 two gradient matmuls), with the matmuls' GFLOP/s, and on a CPU the matmuls the loss takes in
 blocks of words (``lmlow.loss.vocab_blocks``: in fp32 two, in bf16 the logits'), then the whole
 fused loss, forward and backward, on the rows of an update, and the BLAS's speed on a large
-square product in the same dtype (``--square``), the most a matmul gets on this core. At the paper regime's 61,115
-words the loss is about 95% of an update (BENCHMARKS.md), so this says what a CPU's BLAS
-allows the update to reach.
+square product in the same dtype (``--square``), about the most a matmul gets on this core.
+At the paper regime's 61,115 words the loss is about 95% of an update (BENCHMARKS.md), so this
+says what a CPU's BLAS allows the update to reach.
 
 Usage: python benchmarks/loss_parts.py [--vocab 61115] [--dim 100] [--tokens 5600]
            [--precision fp32|bf16] [--repeats 3] [--square 1024]
@@ -129,9 +129,9 @@ def main(argv=None) -> int:
         print("the fused loss and its three gradients, blocks against one call, the same to the "
               f"bit: {all(torch.equal(a, b) for a, b in zip(*runs))}")
     if args.square:
-        a, c = torch.randn(args.square, args.square).to(mm), torch.randn(args.square, args.square).to(mm)
-        t_sq = best_of(lambda: torch.mm(a, c), args.repeats)
         n = args.square
+        a, c = torch.randn(n, n).to(mm), torch.randn(n, n).to(mm)
+        t_sq = best_of(lambda: torch.mm(a, c), args.repeats)
         print(f"a square product, {n} x {n} x {n}, in {args.precision}: "
               f"{2 * n ** 3 / t_sq / 1e9:.1f} GFLOP/s (about the most a matmul gets on this core)")
     print(f"\nthe parts as the loss runs them, scaled to {N} rows: {total * N / rows:.2f} s; "
