@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     cpu = torch.device("cpu")
     print(f"threads {torch.get_num_threads()}, d {args.dim}, blocks of {L.VOCAB_BLOCK} words; "
           f"lmlow takes blocks from {L.BLOCK_ROWS} rows"
-          + ("" if L.FP32_BLOCKS else " on an AVX2 CPU, and one call on this one"))
+          + ("" if L.FP32_BLOCKS else " on an AMD or AVX2 CPU, and one call on this one"))
     print("| vocabulary | rows | blocks, ms | one call, ms | blocks / one call | same bits | lmlow |")
     print("|---|---|---|---|---|---|---|")
     for V in args.vocab:

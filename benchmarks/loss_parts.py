@@ -8,8 +8,11 @@ square product in the same dtype (``--square``), about the most a matmul gets on
 At the paper regime's 61,115 words the loss is about 95% of an update (BENCHMARKS.md), so this
 says what a CPU's BLAS allows the update to reach.
 
+With ``--blocks`` the blocks are taken even on a CPU where lmlow takes one call (to measure
+them on a new kind of CPU), and the fused loss is timed both ways.
+
 Usage: python benchmarks/loss_parts.py [--vocab 61115] [--dim 100] [--tokens 5600]
-           [--precision fp32|bf16] [--repeats 3] [--square 1024]
+           [--precision fp32|bf16] [--repeats 3] [--square 1024] [--blocks]
 """
 from __future__ import annotations
 
@@ -53,9 +56,14 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--square", type=int, default=1024,
                     help="side n of the n x n x n product timed as the BLAS's ceiling (0: none)")
+    ap.add_argument("--blocks", action="store_true",
+                    help="take the blocks of words even where lmlow would not, and time the "
+                         "fused loss with and without them")
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     mm = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    if args.blocks:
+        setattr(L, "FP32_BLOCKS" if mm == torch.float32 else "BF16_BLOCKS", True)
     V, d, N = args.vocab, args.dim, args.tokens
     rows = min(N, max(1, L.LOGIT_CHUNK_ELEMENTS // V))    # one chunk, as the loss takes it
     h, w, b = torch.randn(rows, d).to(mm), torch.randn(V, d).to(mm), torch.randn(V)
@@ -118,16 +126,22 @@ def main(argv=None) -> int:
         return loss.detach()
     t = best_of(fused, args.repeats)
     if blocked:   # the whole loss and its gradients, blocks against one call
-        params, runs = (x, Decoder.decoder.weight, Decoder.decoder.bias), []
+        params, runs, took = (x, Decoder.decoder.weight, Decoder.decoder.bias), [], []
         setting = "VOCAB_BLOCK" if mm == torch.float32 else "BF16_VOCAB_BLOCK"
         for words in (block, V):                        # V words: fewer than two blocks, one call
             setattr(L, setting, words)
             for p in params:
                 p.grad = None
             runs.append([fused()] + [p.grad for p in params])
-        setattr(L, setting, block)
         print("the fused loss and its three gradients, blocks against one call, the same to the "
               f"bit: {all(torch.equal(a, b) for a, b in zip(*runs))}")
+        for words in (block, V) if args.blocks else ():  # (their gradients only accumulate)
+            setattr(L, setting, words)
+            took.append(best_of(fused, args.repeats))
+        setattr(L, setting, block)
+        if took:
+            print(f"the fused loss, forward and backward: blocks {took[0]:.3g} s, one call "
+                  f"{took[1]:.3g} s (one call / blocks {took[1] / took[0]:.2f})")
     if args.square:
         n = args.square
         a, c = torch.randn(n, n).to(mm), torch.randn(n, n).to(mm)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from lmlow.config import ARCHS, Config
-from lmlow.cpus import machine_memory_gb
+from lmlow.cpus import amx_tiles, cpu_vendor, machine_memory_gb
 from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.files import atomic_path, require_regular
@@ -64,25 +64,10 @@ def cpu_bf16_is_faster() -> bool:
     update 1.05-1.75x, every preset; ``benchmarks/results/precision-amd-cpu.log``). Not an
     Intel CPU with AVX-512 BF16 and no AMX, where bf16 ran at 0.59-0.68x (measured before the
     loss kept its buffers, ``precision-cpu.log``; fp32 there until measured again)."""
-    if getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)():
+    if amx_tiles():
         return True
     avx512_bf16 = getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)()
     return avx512_bf16 and cpu_vendor() == "AuthenticAMD"
-
-
-def cpu_vendor() -> str:
-    """The CPU's vendor string (``AuthenticAMD``, ``GenuineIntel``; "" where unknown): Linux's
-    /proc/cpuinfo, else what the platform module reports (Windows names it there)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    text = platform.processor()
-    return next((v for v in ("AuthenticAMD", "GenuineIntel") if v in text), "")
 
 
 def fast_matmuls(device: torch.device, deterministic: bool = False) -> None:

@@ -1,5 +1,6 @@
-"""The CPU cores a command may use, the threads it runs its model with, and the machine's memory
-(the bound of the external tools' --memory). The machine's
+"""The CPU cores a command may use, the threads it runs its model with, the machine's memory
+(the bound of the external tools' --memory), and what kind of CPU it is (its vendor, AMX
+tiles), which decides the loss's matmul blocks and the default precision. The machine's
 core count is not the answer: a container's or SLURM job's CPU quota and the process's CPU
 affinity give it fewer, and threads beyond them wait on each other (two trainings at once on
 2 cores each taking 2 threads ran at a fraction of one thread's speed)."""
@@ -87,3 +88,26 @@ def machine_memory_gb() -> float:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
         return math.inf
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``AuthenticAMD``, ``GenuineIntel``; "" where unknown): Linux's
+    /proc/cpuinfo, else what the platform module reports (Windows names it there)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    text = platform.processor()
+    return next((v for v in ("AuthenticAMD", "GenuineIntel") if v in text), "")
+
+
+def amx_tiles() -> bool:
+    """Whether this CPU has AMX tiles (Intel Sapphire Rapids and later), as torch reports it
+    (False for a torch too old to ask)."""
+    import torch
+
+    return getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()

@@ -17,8 +17,9 @@ are written into buffers the process keeps (:func:`scratch`) rather than into fr
 whose page faults cost more than the writing. At 61k words the loss is 95% of an update;
 these choices make the paper regime's bf16 update 1.38x as fast (BENCHMARKS.md, "One pass
 less in the loss"). On a CPU in fp32 the two matmuls with the vocabulary as their long side
-take it in blocks (:func:`vocab_blocks`): the same bits, 1.14-1.2x the update's speed on a CPU
-without AVX-512 (only there: with AVX-512 one call was faster). On a CPU the chunk's matmul
+take it in blocks (:func:`vocab_blocks`): the same bits, 1.14-1.2x the update's speed on an
+AMD CPU without AVX-512, the fused loss 1.2-1.3x on one with it (not on an Intel Xeon with
+AVX-512: one call was faster there). On a CPU the chunk's matmul
 writes its logits in its own dtype, and the bias, the fp32 softmax, the target's -1 and the
 rounding back for the next matmuls go over ``CACHED_ELEMENTS`` values at a time (a few rows),
 which stay in the core's cache between those steps instead of going to memory and back four
@@ -34,15 +35,19 @@ from __future__ import annotations
 
 import torch
 
+from lmlow.cpus import amx_tiles, cpu_vendor
+
 LOGIT_CHUNK_ELEMENTS = 1 << 26   # logits computed at once (256 MB of fp32, 128 of bf16)
 CACHED_ELEMENTS = 1 << 20   # of those, what a CPU takes through bias, softmax, rounding at once
 VOCAB_BLOCK = 256   # words per fp32 matmul on a CPU (:func:`vocab_blocks`)
 BF16_VOCAB_BLOCK = 4096   # words per bf16 logits matmul on a CPU (:func:`vocab_blocks`)
-# fp32 blocks only where they were measured to help: a CPU whose widest vector unit torch uses
-# is AVX2 (on an AVX-512 one, one call was as fast or faster: :func:`vocab_blocks`)
-FP32_BLOCKS = torch.backends.cpu.get_cpu_capability() == "AVX2"
-# bf16 blocks only where measured: a CPU with AMX tiles (oneDNN's AMX kernels)
-BF16_BLOCKS = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
+# fp32 blocks only where they were measured to help: an AMD CPU (with AVX2 only or with
+# AVX-512) and any CPU whose widest vector unit torch uses is AVX2; on an Intel Xeon with
+# AVX-512 one call was as fast or faster (:func:`vocab_blocks`)
+FP32_BLOCKS = (torch.backends.cpu.get_cpu_capability() == "AVX2"
+               or cpu_vendor() == "AuthenticAMD")
+# bf16 blocks only where measured to help: a CPU with AMX tiles (oneDNN's AMX kernels)
+BF16_BLOCKS = amx_tiles()
 BLOCK_ROWS = 2      # one row (a keyboard's next word) takes the vocabulary in one call
 
 _SCRATCH: dict = {}
@@ -73,22 +78,24 @@ def scratch(slot: str, shape: tuple[int, int], dtype: torch.dtype,
 def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
                  rows: int) -> int | None:
     """How many words each of the loss's two matmuls with a (rows, V) side (the logits, and
-    d loss / d W) takes at a time. On a CPU in fp32 whose widest vector unit is AVX2
-    (``FP32_BLOCKS``), from ``BLOCK_ROWS`` rows up: ``VOCAB_BLOCK`` words a call, so that W's
-    slice stays in cache while the rows pass over it; at 61k words the logits ran 1.05-1.40x
-    and d loss / d W 1.11-1.29x as fast on an AMD EPYC core without AVX-512 (scoring 1.35x),
-    and the loss, its gradients and the scores came out the same to the bit (each value is
-    still one sum over d or over the rows; BENCHMARKS.md, "The loss in blocks of words"). On an
-    Intel Xeon with AVX-512 one call was the faster (1.08-1.14x at 700-1,098 rows:
-    BENCHMARKS.md, "Scoring row block by row block"), so there, and on any CPU not measured,
-    fp32 takes one call. One row (a keyboard's next word) reuses no slice, and a
+    d loss / d W) takes at a time. On a CPU in fp32 that is an AMD one or whose widest vector
+    unit is AVX2 (``FP32_BLOCKS``), from ``BLOCK_ROWS`` rows up: ``VOCAB_BLOCK`` words a call,
+    so that W's slice stays in cache while the rows pass over it; at 61k words the logits ran
+    1.05-1.40x and d loss / d W 1.11-1.29x as fast on an AMD EPYC core without AVX-512
+    (scoring 1.35x), on one with AVX-512 the logits 1.58x, d loss / d W 1.34x and the fused
+    loss 1.2-1.3x, and the loss, its gradients and the scores came out the same to the bit
+    (each value is still one sum over d or over the rows; BENCHMARKS.md, "The loss in blocks of
+    words", "On an AMD EPYC with AVX-512 BF16"). On an Intel Xeon with AVX-512 one call was the
+    faster (1.08-1.14x at 700-1,098 rows: BENCHMARKS.md, "Scoring row block by row block"), so
+    there, and on any other CPU not measured (an ARM one), fp32 takes one call. One row (a keyboard's next word) reuses no slice, and a
     call per block only adds its overhead: one call was 1.14-1.96x as fast (BENCHMARKS.md,
     "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). On a
     CPU in bf16 with AMX tiles (``BF16_BLOCKS``), ``BF16_VOCAB_BLOCK`` words a call for the
     logits (the loss takes d loss / d W in one call there: blocks did not make it faster): at
     61k words the logits' matmul ran 1.65x as fast on an Intel Xeon with AMX, the same bits
-    (BENCHMARKS.md, "The loss row block by row block"); not measured on a CPU with AVX-512
-    BF16 and no AMX, which keeps one call. None (one call) elsewhere: on a GPU more calls are
+    (BENCHMARKS.md, "The loss row block by row block"); on an AMD EPYC with AVX-512 BF16 and
+    no AMX the fused loss was no faster with them (within the machine's noise), so it keeps
+    one call. None (one call) elsewhere: on a GPU more calls are
     only more launches."""
     if device.type != "cpu" or rows < BLOCK_ROWS:
         return None

@@ -102,7 +102,7 @@ def test_loss_parts_times_each_part_of_a_chunk_and_the_whole_loss(precision, voc
     step = min(50, max(1, CACHED_ELEMENTS // vocab))
     names = ["logits = h W^T", "+ bias", "softmax", "dh = G W", "dW^T += [h;1]^T G",
              f"bias, softmax, rounding back: {step} rows at a time"]
-    if vocab > 2 * VOCAB_BLOCK and precision == "fp32" and FP32_BLOCKS:   # (an AVX2 CPU)
+    if vocab > 2 * VOCAB_BLOCK and precision == "fp32" and FP32_BLOCKS:   # (an AMD or AVX2 CPU)
         names += [f"logits = h W^T, {VOCAB_BLOCK} words a call",
                   f"dW^T += [h;1]^T G, {VOCAB_BLOCK} words a call"]
         assert "blocks against one call, the same to the bit: logits True, d loss / d W True" in out
@@ -162,10 +162,26 @@ def test_the_scoring_benchmarks_run(script, preset, args, tmp_path):
         assert float(out.split("torch.export.load): ")[1].split()[0]) > 0
 
 
+@pytest.mark.parametrize("precision,vocab,block", [("fp32", 1200, VOCAB_BLOCK),
+                                                   ("bf16", 9000, BF16_VOCAB_BLOCK)])
+def test_loss_parts_with_blocks_takes_them_on_any_cpu_and_times_the_loss_both_ways(
+        precision, vocab, block):
+    """--blocks: the blocked matmuls timed even on a CPU where lmlow takes one call (how a new
+    kind of CPU is measured), the same bits both ways, and the fused loss timed both ways."""
+    out = run("loss_parts.py", "--vocab", str(vocab), "--dim", "8", "--tokens", "50",
+              "--repeats", "1", "--precision", precision, "--square", "0", "--blocks")
+    assert f"| logits = h W^T, {block} words a call | " in out
+    assert "the fused loss and its three gradients, blocks against one call, the same to the " \
+        "bit: True" in out
+    times = out.split("the fused loss, forward and backward: blocks ")[1].split("\n")[0]
+    blocks, one_call = float(times.split(" s,")[0]), float(times.split("one call ")[1].split(" s")[0])
+    assert blocks > 0 and one_call > 0
+
+
 def test_logits_rows_compares_blocks_with_one_call_and_names_lmlows_pick():
     """One row per vocabulary and row count, both timings positive, the two ways the same to
     the bit, and lmlow's pick: one call for one row, blocks from lmlow.loss.BLOCK_ROWS on a
-    CPU where fp32 takes blocks (FP32_BLOCKS: AVX2), one call elsewhere."""
+    CPU where fp32 takes blocks (FP32_BLOCKS: AMD or AVX2), one call elsewhere."""
     from lmlow.loss import BLOCK_ROWS
 
     out = run("logits_rows.py", "--vocab", "600", "--dim", "8", "--rows", "1", str(BLOCK_ROWS),

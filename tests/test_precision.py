@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from lmlow import checkpoint
+from lmlow import checkpoint, cpus
 from lmlow.checkpoint import load_checkpoint
 from lmlow.config import build_config
 from lmlow.train import Trainer, resume, train
@@ -98,7 +98,7 @@ def test_the_cpu_vendor_is_read_from_proc_cpuinfo_or_the_platform(monkeypatch, t
     info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n")
     monkeypatch.setattr(builtins, "open", lambda path, *a, **k: real_open(
         info if path == "/proc/cpuinfo" else path, *a, **k))
-    assert checkpoint.cpu_vendor() == "AuthenticAMD"
+    assert cpus.cpu_vendor() == "AuthenticAMD"
 
     def no_proc(path, *a, **k):
         if path == "/proc/cpuinfo":
@@ -107,9 +107,9 @@ def test_the_cpu_vendor_is_read_from_proc_cpuinfo_or_the_platform(monkeypatch, t
     monkeypatch.setattr(builtins, "open", no_proc)
     monkeypatch.setattr(platform, "processor",
                         lambda: "Intel64 Family 6 Model 143 Stepping 8, GenuineIntel")
-    assert checkpoint.cpu_vendor() == "GenuineIntel"
+    assert cpus.cpu_vendor() == "GenuineIntel"
     monkeypatch.setattr(platform, "processor", lambda: "arm")
-    assert checkpoint.cpu_vendor() == ""
+    assert cpus.cpu_vendor() == ""
 
 
 def test_resume_refuses_what_would_change_the_run(speech_corpus, tmp_path):
