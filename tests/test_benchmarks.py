@@ -174,7 +174,8 @@ def test_loss_parts_with_blocks_takes_them_on_any_cpu_and_times_the_loss_both_wa
     assert "the fused loss and its three gradients, blocks against one call, the same to the " \
         "bit: True" in out
     times = out.split("the fused loss, forward and backward: blocks ")[1].split("\n")[0]
-    blocks, one_call = float(times.split(" s,")[0]), float(times.split("one call ")[1].split(" s")[0])
+    blocks = float(times.split(" s,")[0])
+    one_call = float(times.split("one call ")[1].split(" s")[0])
     assert blocks > 0 and one_call > 0
 
 

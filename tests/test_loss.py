@@ -146,7 +146,7 @@ def test_loss_and_gradients_equal_autograd_cross_entropy(monkeypatch, eps, kind,
     if vocab_block:
         monkeypatch.setattr(lmlow.loss, "VOCAB_BLOCK", vocab_block)
         monkeypatch.setattr(lmlow.loss, "BLOCK_ROWS", 1)     # blocks for chunks of any rows
-        monkeypatch.setattr(lmlow.loss, "FP32_BLOCKS", True)  # on any CPU, not only AVX2
+        monkeypatch.setattr(lmlow.loss, "FP32_BLOCKS", True)  # on any CPU, not only AMD or AVX2
     assert (lmlow.loss.vocab_blocks(V, torch.float32, torch.device("cpu"), 1) is None) \
         == (vocab_block is None)                      # the blocks are taken where asked for
     m, (h, y), prior = untied(), inputs(), make_prior(kind)
