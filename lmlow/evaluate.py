@@ -531,8 +531,8 @@ def target_log_probs(model, output, targets, bias_scale: float = 1.0):
     values (a few rows) at a time into a buffer that stays in the core's cache, and only the
     targets' values leave it, instead of the whole (rows, vocabulary) log-softmax going to
     memory to be read back for one value a row: the same numbers (each row's log-softmax is
-    its own); with fp32's one call on an Intel CPU with AVX-512, `lmlow eval` at 61k words 1.2x as fast
-    on an Intel Xeon (BENCHMARKS.md, "Scoring row block by row block")."""
+    its own); with fp32's one call on an Intel CPU with AVX-512, `lmlow eval` at 61k words
+    1.2x as fast on an Intel Xeon (BENCHMARKS.md, "Scoring row block by row block")."""
     import torch
 
     from lmlow.loss import CACHED_ELEMENTS, scratch

@@ -8,25 +8,25 @@ backward and a large vocabulary never holds all its logits at once. Backward onl
 stored gradients. The loss comes from the same softmax (:func:`log_normaliser`), not from a
 log-softmax and a second pass of exp. Matmuls run in the autocast dtype when autocast is on
 (each chunk's products, the gradients of W and b among them, rounded to it as autocast rounds
-them); the softmax and all accumulators are fp32. In fp16 the gradient of the logits is
-rounded as a loss-scaled backward rounds it, times the GradScaler's scale over the tokens
+them); the softmax and all accumulators are fp32. In fp16 the gradient of the logits is rounded
+as a loss-scaled backward rounds it, times the GradScaler's scale over the tokens
 (``grad_scale``), then divided back in fp32: without it, probabilities below fp16's normal
 range (6e-5; rare words' under a sharp model) lost their gradient. An overflow is an inf the
-scaler sees, skips and lowers its scale for, as under plain autocast. On a CPU the chunk's logits and softmax
-are written into buffers the process keeps (:func:`scratch`) rather than into fresh tensors,
-whose page faults cost more than the writing. At 61k words the loss is 95% of an update;
-these choices make the paper regime's bf16 update 1.38x as fast (BENCHMARKS.md, "One pass
-less in the loss"). On a CPU in fp32 the two matmuls with the vocabulary as their long side
-take it in blocks (:func:`vocab_blocks`): the same bits, 1.14-1.2x the update's speed on an
-AMD CPU without AVX-512, the fused loss 1.2-1.3x on one with it (not on an Intel Xeon with
-AVX-512: one call was faster there). On a CPU the chunk's matmul
-writes its logits in its own dtype, and the bias, the fp32 softmax, the target's -1 and the
-rounding back for the next matmuls go over ``CACHED_ELEMENTS`` values at a time (a few rows),
-which stay in the core's cache between those steps instead of going to memory and back four
-times; in bf16 with AMX the logits' matmul also takes the vocabulary in blocks: the same bits
-(but for d/db when the output weights are frozen and the bias trains: summed a row block at a
-time, other rounding), the paper regime's bf16 update 1.30-1.36x as fast on an Intel Xeon with
-AMX (BENCHMARKS.md, "The loss row block by row block"). A GPU takes each chunk whole.
+scaler sees, skips and lowers its scale for, as under plain autocast. On a CPU the chunk's
+logits and softmax are written into buffers the process keeps (:func:`scratch`) rather than
+into fresh tensors, whose page faults cost more than the writing. At 61k words the loss is 95%
+of an update; these choices make the paper regime's bf16 update 1.38x as fast (BENCHMARKS.md,
+"One pass less in the loss"). On a CPU in fp32 the two matmuls with the vocabulary as their
+long side take it in blocks (:func:`vocab_blocks`): the same bits, 1.14-1.2x the update's speed
+on an AMD CPU without AVX-512 and 1.20-1.27x on one with it (not on an Intel Xeon with AVX-512:
+one call was faster there). On a CPU the chunk's matmul writes its logits in its own dtype, and
+the bias, the fp32 softmax, the target's -1 and the rounding back for the next matmuls go over
+``CACHED_ELEMENTS`` values at a time (a few rows), which stay in the core's cache between those
+steps instead of going to memory and back four times; in bf16 with AMX the logits' matmul also
+takes the vocabulary in blocks: the same bits (but for d/db when the output weights are frozen
+and the bias trains: summed a row block at a time, other rounding), the paper regime's bf16
+update 1.30-1.36x as fast on an Intel Xeon with AMX (BENCHMARKS.md, "The loss row block by row
+block"). A GPU takes each chunk whole.
 
 Label smoothing (Koehn 2020, 10.2.3): the target is (1 - eps) x the true word + eps x a prior
 over the vocabulary, uniform unless a prior (e.g. the training unigram distribution) is given.
@@ -82,21 +82,21 @@ def vocab_blocks(vocab: int, dtype: torch.dtype, device: torch.device,
     unit is AVX2 (``FP32_BLOCKS``), from ``BLOCK_ROWS`` rows up: ``VOCAB_BLOCK`` words a call,
     so that W's slice stays in cache while the rows pass over it; at 61k words the logits ran
     1.05-1.40x and d loss / d W 1.11-1.29x as fast on an AMD EPYC core without AVX-512
-    (scoring 1.35x), on one with AVX-512 the logits 1.58x, d loss / d W 1.34x and the fused
-    loss 1.2-1.3x, and the loss, its gradients and the scores came out the same to the bit
-    (each value is still one sum over d or over the rows; BENCHMARKS.md, "The loss in blocks of
-    words", "On an AMD EPYC with AVX-512 BF16"). On an Intel Xeon with AVX-512 one call was the
-    faster (1.08-1.14x at 700-1,098 rows: BENCHMARKS.md, "Scoring row block by row block"), so
-    there, and on any other CPU not measured (an ARM one), fp32 takes one call. One row (a keyboard's next word) reuses no slice, and a
-    call per block only adds its overhead: one call was 1.14-1.96x as fast (BENCHMARKS.md,
-    "The next word's scores in one call"; from 2 to 32 rows neither way won everywhere). On a
-    CPU in bf16 with AMX tiles (``BF16_BLOCKS``), ``BF16_VOCAB_BLOCK`` words a call for the
-    logits (the loss takes d loss / d W in one call there: blocks did not make it faster): at
-    61k words the logits' matmul ran 1.65x as fast on an Intel Xeon with AMX, the same bits
-    (BENCHMARKS.md, "The loss row block by row block"); on an AMD EPYC with AVX-512 BF16 and
-    no AMX the fused loss was no faster with them (within the machine's noise), so it keeps
-    one call. None (one call) elsewhere: on a GPU more calls are
-    only more launches."""
+    (scoring 1.35x), the logits 1.51x, d loss / d W 1.34x and the fused loss 1.31x on one with
+    AVX-512, and the loss, its gradients and the scores came out the same to the bit (each
+    value is still one sum over d or over the rows; BENCHMARKS.md, "The loss in blocks of
+    words", "fp32's blocks on an AMD EPYC with AVX-512"). On an Intel Xeon with AVX-512 one
+    call was the faster (1.08-1.14x at 700-1,098 rows: BENCHMARKS.md, "Scoring row block by
+    row block"), so there, and on any other CPU not measured (an ARM one), fp32 takes one
+    call. One row (a keyboard's next word) reuses no slice, and a call per block only adds its
+    overhead: one call was 1.14-1.96x as fast (BENCHMARKS.md, "The next word's scores in one
+    call"; from 2 to 32 rows neither way won everywhere). On a CPU in bf16 with AMX tiles
+    (``BF16_BLOCKS``), ``BF16_VOCAB_BLOCK`` words a call for the logits (the loss takes d loss
+    / d W in one call there: blocks did not make it faster): at 61k words the logits' matmul
+    ran 1.65x as fast on an Intel Xeon with AMX, the same bits (BENCHMARKS.md, "The loss row
+    block by row block"); on an AMD EPYC with AVX-512 BF16 and no AMX the fused loss was 1.00x
+    with them (two runs, best of 10), so it keeps one call. None (one call) elsewhere: on a
+    GPU more calls are only more launches."""
     if device.type != "cpu" or rows < BLOCK_ROWS:
         return None
     if dtype == torch.float32 and FP32_BLOCKS and vocab > 2 * VOCAB_BLOCK:
