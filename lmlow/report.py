@@ -326,15 +326,26 @@ def _measured_over(row: dict) -> tuple[set, set]:
             {RunDir(r).vocabulary_digest() for r in runs} - {None})
 
 
+def _same_tokens(a: tuple[set, set], b: tuple[set, set]) -> bool:
+    """Whether two rows (:func:`_measured_over`) are over the same tokens. A row whose runs all
+    predate the word list's hash (no ``vocab.txt`` committed, no digest in ``summary.json``)
+    has no vocabularies to compare, and differs from none by them: a table whose older seed
+    lacked the hash called its rows two sets of tokens (2026-12-03, paper-regime/), though
+    every run counted the same validation tokens and ``<unk>``."""
+    return a[0] == b[0] and (a[1] == b[1] or not a[1] or not b[1])
+
+
 def mixed_tokens(rows: list[dict]) -> str | None:
     """A warning when the configuration rows were measured over different tokens (another
     vocabulary or validation text: another K, data size, word list or corpus): the table ranks
     them worst first, but a perplexity over a smaller vocabulary is lower for that alone, so
     they rank only among rows of the same tokens (which `--paired` alone compares)."""
+    over = [(row["configuration"], _measured_over(row)) for row in rows]
     groups: dict[tuple, list[str]] = {}
-    for row in rows:
-        tokens, words = _measured_over(row)
-        groups.setdefault((frozenset(tokens), frozenset(words)), []).append(row["configuration"])
+    for name, (tokens, words) in sorted(over, key=lambda o: not o[1][1]):  # hashed first
+        key = next((k for k in groups if _same_tokens(k, (tokens, words))),
+                   (frozenset(tokens), frozenset(words)))
+        groups.setdefault(key, []).append(name)
     if len(groups) < 2:
         return None
     named = "; ".join(g[0] + (f" and {len(g) - 1} more" if len(g) > 1 else "")
@@ -363,7 +374,7 @@ def add_paired(rows: list[dict], ref: str) -> str:
         against = refs.get(r["configuration"])
         if against is None or against == r["configuration"]:
             continue
-        if measured_over(r) != measured_over(by_name[against]):
+        if not _same_tokens(measured_over(r), measured_over(by_name[against])):
             other.append(f"{r['configuration']} (against {against})")
             continue
         p = Paired.of_rows(by_name[against], r).summary()

@@ -100,6 +100,32 @@ def test_a_table_whose_rows_are_over_different_tokens_is_warned_of(tmp_path):
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
 
 
+def test_runs_from_before_the_word_lists_hash_split_no_table(tmp_path):
+    """The paper regime's table (2026-12-03): its seed-1 runs predate the hash of the word
+    list in summary.json, its seed-2 runs have it, so a configuration of both seeds and one
+    of seed 1 alone were called two sets of tokens, and `--paired` refused them, though every
+    run counted the same validation tokens. A run without the hash differs from none by it;
+    two runs whose hashes differ are still two sets."""
+    six = copy(EXPERIMENTS / "six" / "sweep", tmp_path / "six")
+
+    def hash_words(run: str, digest: str) -> None:
+        summary = six / run / "summary.json"
+        summary.write_text(json.dumps({**json.loads(summary.read_text()),
+                                       "vocabulary_digest": digest}))
+
+    for seed in (1, 2, 3):
+        hash_words(f"standard.seed{seed}", "d5c90553c9e6c4e4")
+    r = lmlow("report", six, "--paired", "standard")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    assert "Not compared" not in (six / "results.md").read_text()
+    assert len([row for row in rows_of(six).values() if "paired" in row]) == 5
+    hash_words("ours.seed1", "0123456789abcdef")
+    r = lmlow("report", six, "--paired", "standard")
+    said = "the rows are measured over 2 different sets of tokens"
+    assert r.returncode == 0 and said in r.stderr, r.stderr
+    assert "ours (against standard)" in (six / "results.md").read_text()
+
+
 def test_a_run_given_as_baseline_is_scored_with_the_tables_maps(tmp_path):
     """With --map-unseen-outputs the table's rows are scored with the map; a finished LSTM run
     given as --baseline was scored as trained beside them, with nothing said."""

@@ -75,7 +75,10 @@ for seeds in $groups; do
   fi
   # the maps on the trained-input model, while its best.pt is here (model files do not come
   # back from a GPU machine, nor go into git), named as lmlow.rundir.evaluation_name names
-  # them: experiments/freezing/mapped-rows.md, ../claims.py
+  # them: experiments/freezing/mapped-rows.md, ../claims.py. One of ../queue.sh's two
+  # instances at a time (lock 8): both wrote one .tmp file, and the second's mv failed and
+  # ended its queue (2026-12-03)
+  flock 8
   for r in "$SWEEP"/ours-unfrozen.seed*; do
     [ -f $r/summary.json ] || continue
     for m in "mapped:--map-unseen-inputs" "mapped_outputs:--map-unseen-outputs" \
@@ -89,4 +92,5 @@ for seeds in $groups; do
       done
     done
   done
+  flock -u 8
 done
