@@ -577,11 +577,15 @@ def paper_regime_claims(root: Path, out: list[str]) -> dict[str, str]:
 # ---------------------------------------------------------------- the Transformer (issue 28)
 
 def _table_label(table: str, rows: dict, root: Path) -> str:
-    """The table's name, and how many seeds it has while it is still being trained."""
+    """The table's name, and how many seeds its configurations have while it is still being
+    trained: a range when they differ (the paper regime's pair had 2 seeds while
+    `standard+pretraining` had 1, and "1 seed(s)" labelled a row of two differences)."""
     if not rows or complete(table, root):
         return TABLE_NAMES[table]
-    seeds = min(len(r["valid ppls"]) for r in rows.values() if r.get("valid ppls"))
-    return f"{TABLE_NAMES[table]}, partial: {seeds} seed(s) so far"
+    counts = {len(r["valid ppls"]) for r in rows.values() if r.get("valid ppls")}
+    seeds = (f"{min(counts)} seed(s)" if len(counts) == 1
+             else f"{min(counts)}-{max(counts)} seeds a configuration")
+    return f"{TABLE_NAMES[table]}, partial: {seeds} so far"
 
 
 def architecture_claim(tx: dict, lstm: dict, out: list[str]) -> str:

@@ -256,7 +256,8 @@ def test_the_cpu_pair_of_the_paper_regime_is_evidence_before_it_is_the_table(tmp
     sweep = path.parent.relative_to(tmp_path)          # results.json names runs from the root
 
     def put(ppls, seeds):
-        rows = {n: row(n, p, seeds=seeds, runs=[str(sweep / f"{n}.seed{s}") for s in seeds])
+        rows = {n: row(n, p, seeds=seeds[:len(p)],
+                       runs=[str(sweep / f"{n}.seed{s}") for s in seeds[:len(p)]])
                 for n, p in ppls.items()}
         for r in rows.values():
             for run in r["runs"]:
@@ -281,6 +282,13 @@ def test_the_cpu_pair_of_the_paper_regime_is_evidence_before_it_is_the_table(tmp
     assert evidence["runs"] == 1 and evidence["costs"] == [30.0, 30.0]
     assert [p["frozen_random_pct"] for p in claims.freezing_points(tmp_path)] == [3.1]
     assert not claims.complete("paper-regime-cpu", tmp_path) and claims.recommendation(tmp_path) == {}
+    cfg["standard+pretraining"] = dict(tie=True, freeze_input=False, init=["glove"])
+    put({"ours": [180.0, 178.0], "ours-unfrozen": [150.0, 149.0],
+         "standard+pretraining": [160.0]}, (1, 2))
+    label = "1M-word technical, paper recipe, CPU bf16, partial: 1-2 seeds a configuration so far"
+    assert claims.paper_regime_claims(tmp_path, [])[
+        f"freezing the pretrained input helps ({label})"] == "does not hold"
+    del cfg["standard+pretraining"]
     put({"ours": [180.0, 178.0], "ours-unfrozen": [150.0, 149.0]}, (1, 2))
     assert claims.complete("paper-regime-cpu", tmp_path)
     assert claims.recommendation(tmp_path) == {}         # the pair alone: no baseline to beat
