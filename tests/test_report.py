@@ -103,8 +103,8 @@ def test_a_table_whose_rows_are_over_different_tokens_is_warned_of(tmp_path):
 def test_runs_from_before_the_word_lists_hash_split_no_table(tmp_path):
     """The paper regime's table (2026-12-03): its seed-1 runs predate the hash of the word
     list in summary.json, its seed-2 runs have it, so a configuration of both seeds and one
-    of seed 1 alone were called two sets of tokens, and `--paired` refused them, though every
-    run counted the same validation tokens. A run without the hash differs from none by it;
+    of seed 1 alone were called two sets of tokens (and `--paired` would have refused to pair
+    them), though every run counted the same validation tokens. A run without the hash differs from none by it;
     two runs whose hashes differ are still two sets."""
     six = copy(EXPERIMENTS / "six" / "sweep", tmp_path / "six")
 
