@@ -150,13 +150,20 @@ def _precisions(summaries: list[dict]) -> str:
 
 
 def mixed_precision(rows: list[dict]) -> str | None:
-    """A warning when a table's runs computed in different precisions."""
+    """A warning when a table's runs computed in different precisions, naming the runs that
+    changed precision when resumed (a long CPU run resumed on a CPU without bf16 trains on in
+    fp32: the paper regime's seed-2 pair), whose epochs ``metrics.jsonl`` tells apart."""
     seen = sorted({p.strip() for r in rows for p in str(r.get("precision") or "").split(",")
                    if p.strip() and p.strip() != "not recorded"})
-    if len(seen) > 1:
-        return (f"mixed precisions in one table ({', '.join(seen)}): its comparisons mix "
-                "arithmetic; pin --precision for every run")
-    return None
+    if len(seen) < 2:
+        return None
+    resumed = [Path(run).name for r in rows for run in r.get("runs", ())
+               if RunDir(run).finished
+               and len(set(read_json(RunDir(run).summary_file).get("precisions") or ())) > 1]
+    within = (f"; {len(resumed)} run(s) changed precision when resumed ({', '.join(resumed)}: "
+              "each epoch's is in its metrics.jsonl)" if resumed else "")
+    return (f"mixed precisions in one table ({', '.join(seen)}): its comparisons mix "
+            f"arithmetic{within}; pin --precision for every run")
 
 
 def mixed_settings(rows: list[dict]) -> str | None:

@@ -126,6 +126,21 @@ def test_runs_from_before_the_word_lists_hash_split_no_table(tmp_path):
     assert "ours (against standard)" in (six / "results.md").read_text()
 
 
+def test_the_precision_warning_names_the_runs_resumed_in_another_precision(tmp_path):
+    """The paper regime's CPU table: seed 2's pair trained in bf16 but for 6-7 epochs in fp32
+    on a CPU without bf16 (summary.json's precisions), seed 1 in bf16 only. The warning said
+    only "mixed precisions" and advised pinning, as if runs of two settings were averaged; it
+    names the two runs that changed precision on resume."""
+    sweep = copy(EXPERIMENTS / "paper-regime" / "sweep-cpu.100d", tmp_path / "cpu")
+    r = lmlow("report", sweep)
+    said = ("mixed precisions in one table (bf16, fp32): its comparisons mix arithmetic; "
+            "2 run(s) changed precision when resumed (")
+    assert r.returncode == 0 and said in r.stderr, r.stderr
+    line = next(l for l in r.stderr.splitlines() if said in l)
+    assert "ours-unfrozen.seed2" in line and "ours.seed2" in line and "seed1" not in line
+    assert f"**Warning: {said}" in (sweep / "results.md").read_text()
+
+
 def test_a_run_given_as_baseline_is_scored_with_the_tables_maps(tmp_path):
     """With --map-unseen-outputs the table's rows are scored with the map; a finished LSTM run
     given as --baseline was scored as trained beside them, with nothing said."""
