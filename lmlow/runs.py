@@ -19,7 +19,7 @@ from lmlow.data.vocab import Vocabulary
 from lmlow.errors import LmlowError
 from lmlow.evaluate import (LineReader, Scorer, log_probs, lstm_logprobs, mix_logprobs,
                             tune_weight)
-from lmlow.files import atomic_write_json, read_json, to_json
+from lmlow.files import atomic_write_json, file_digest, read_json, to_json
 from lmlow.rundir import CHECKPOINTS, LSTM, NGRAM, RunDir, evaluation_name
 
 if typing.TYPE_CHECKING:
@@ -265,14 +265,33 @@ def _is_evaluation(data) -> bool:
             and bins("bins") and bins("context_bins"))
 
 
+STAMP_KEYS = ("checkpoint_mtime", "checkpoint_sha256")
+
+
+def model_stamp(model: Path) -> dict:
+    """What an evaluation cache records of the model file it was made from (``STAMP_KEYS``)."""
+    return {"checkpoint_mtime": model.stat().st_mtime, "checkpoint_sha256": file_digest(model)}
+
+
+def made_from(record: dict, model: Path) -> bool:
+    """Whether a cached evaluation was made from this model file: the same mtime, or else the
+    same sha256 (a checkout, a copy or a restored backup gives the same bytes a new mtime;
+    measured again, the evaluation would cost minutes a run and, on another CPU, rewrite a
+    committed evaluation in its 7th digit). A cache from before the sha256 has the mtime only."""
+    if record.get("checkpoint_mtime") == model.stat().st_mtime:
+        return True
+    return (isinstance(record.get("checkpoint_sha256"), str)
+            and record["checkpoint_sha256"] == file_digest(model))
+
+
 def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
                map_unseen_outputs: bool = False) -> dict:
     """The run's evaluation on a split (an LSTM's best checkpoint, or the n-gram model), cached
-    beside it and recomputed if the model file changed. (The cache is named ``eval_best_*``
-    whichever checkpoint is the best one; with the maps, as ``evaluation_name`` says.) A
-    finished run whose model files were not kept (a committed experiment: ``*.pt`` and KenLM's
-    files stay out of git) is reported from its cached evaluation, the record of the model it
-    was made from."""
+    beside it and recomputed if the model file changed (``made_from``). (The cache is named
+    ``eval_best_*`` whichever checkpoint is the best one; with the maps, as ``evaluation_name``
+    says.) A finished run whose model files were not kept (a committed experiment: ``*.pt`` and
+    KenLM's files stay out of git) is reported from its cached evaluation, the record of the
+    model it was made from."""
     ngram = run.kind == NGRAM
     checkpoint = None if ngram else run.default_checkpoint()
     model = (run.binary if run.binary.exists() else run.arpa) if ngram else run.checkpoint(checkpoint)
@@ -287,17 +306,17 @@ def evaluation(run: RunDir, split: str, map_unseen_inputs: bool = False,
             return data
         raise LmlowError(f"{run.path}: neither {model.name} nor its evaluation {cache.name}; "
                          f"train the run again (a sweep command resumes it)")
-    stamp = model.stat().st_mtime
     if cache.exists():
         data = read_json(cache)
-        if _is_evaluation(data) and data.get("checkpoint_mtime") == stamp:
+        if _is_evaluation(data) and made_from(data, model):
             return data                   # else stale or damaged: measured again, replaced
+    stamp = model_stamp(model)
     scorer = load(run.path, checkpoint=checkpoint, map_unseen_inputs=map_unseen_inputs,
                   map_unseen_outputs=map_unseen_outputs)
     # cleaned as a later call reads it back (NaN: null), then kept
     data = json.loads(to_json(evaluation_record(scorer.evaluate(split), scorer.mapped_inputs,
                                                 scorer.mapped_outputs)
-                              | {"checkpoint_mtime": stamp}))
+                              | stamp))
     atomic_write_json(cache, data)
     return data
 

@@ -590,3 +590,37 @@ def test_a_damaged_evaluation_beside_its_checkpoint_is_measured_again(places, tm
     assert json.loads(cache.read_text()) == first
     cache.write_text(json.dumps({"x": 1, "checkpoint_mtime": first["checkpoint_mtime"]}))
     assert evaluation(RunDir(run), "valid") == first == json.loads(cache.read_text())
+
+
+def test_an_evaluation_outlives_a_new_mtime_of_the_same_bytes_but_not_other_bytes(places,
+                                                                                  tmp_path):
+    """A checkout, a copy or a restored backup gives the model file a new mtime and the same
+    bytes: its cached evaluation is kept (keyed by the mtime alone, every restored workspace
+    measured its runs again, minutes each, and on another CPU rewrote committed evaluations in
+    their 7th digit). A record of other bytes, or one with no sha256 (from before it was kept)
+    and another mtime, is measured again."""
+    import hashlib
+
+    from lmlow.rundir import RunDir
+    from lmlow.runs import evaluation
+
+    run = tmp_path / "run"
+    shutil.copytree(places["R"], run, ignore=shutil.ignore_patterns(".lock"))
+    first = evaluation(RunDir(run), "valid")
+    model = RunDir(run).checkpoint(RunDir(run).default_checkpoint())
+    cache = run / "eval_best_valid.json"
+    assert first["checkpoint_sha256"] == hashlib.sha256(model.read_bytes()).hexdigest()
+    assert first["checkpoint_mtime"] == model.stat().st_mtime
+    marked = first | {"perplexity": 1234.5}       # a number the model does not give: kept or not
+    cache.write_text(json.dumps(marked))
+    later = model.stat().st_mtime + 3600
+    os.utime(model, (later, later))                # as a checkout leaves it: same bytes
+    assert evaluation(RunDir(run), "valid") == marked == json.loads(cache.read_text())
+    for stale in (marked | {"checkpoint_sha256": "0" * 64},
+                  {k: v for k, v in marked.items() if k != "checkpoint_sha256"}):
+        cache.write_text(json.dumps(stale))
+        again = evaluation(RunDir(run), "valid")
+        assert again == json.loads(cache.read_text())
+        assert again["perplexity"] == pytest.approx(first["perplexity"], rel=1e-9)
+        assert again["checkpoint_mtime"] == later
+        assert again["checkpoint_sha256"] == first["checkpoint_sha256"]

@@ -1,6 +1,7 @@
 """--map-unseen-inputs (lmlow/input_map.py): the fitted map against a known affine map, the
 rows it touches and the ones it must leave alone, and the command line end to end on a real
 (tiny) untied run with vectors for words its training text lacks."""
+import hashlib
 import json
 
 import numpy as np
@@ -145,6 +146,7 @@ def test_eval_and_score_with_the_map_on_a_real_run(speech_corpus, vectors, tmp_p
     assert kept["mapped_inputs"] == pytest.approx(mapped["mapped_inputs"], rel=1e-9)  # R^2: LAPACK
     assert kept["perplexity"] == pytest.approx(mapped["perplexity"], rel=1e-6)
     assert kept["checkpoint_mtime"] == (run / "best.pt").stat().st_mtime
+    assert kept["checkpoint_sha256"] == hashlib.sha256((run / "best.pt").read_bytes()).hexdigest()
     assert evaluation(RunDir(run), "test")["perplexity"] == pytest.approx(plain["perplexity"], rel=1e-6)
 
 

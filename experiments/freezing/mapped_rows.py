@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from lmlow.files import atomic_write_json, atomic_write_text, read_json, to_json  # noqa: E402
 from lmlow.rundir import evaluation_name  # noqa: E402
-from lmlow.runs import evaluation_record, load  # noqa: E402
+from lmlow.runs import STAMP_KEYS, evaluation_record, load, model_stamp  # noqa: E402
 
 HERE = Path("experiments/freezing")
 FROZEN, TRAINED = "ours", "ours-unfrozen"
@@ -70,18 +70,22 @@ def close(a, b, rel: float = 1e-9) -> bool:
     return a == b
 
 
+def unstamped(record: dict) -> dict:
+    """An evaluation without the stamp of the model file (its mtime changes with a checkout)."""
+    return {k: v for k, v in record.items() if k not in STAMP_KEYS}
+
+
 def keep(run_dir: Path, name: str, split: str, record: dict) -> bool:
     """Write a mapped evaluation beside the run's own (``eval_<name>_<split>.json``, named as
     lmlow.rundir.evaluation_name says) unless one is there; False when the one there differs
     from what the kept model gives now."""
     path = run_dir / f"eval_{name}_{split}.json"
     # as lmlow.runs.evaluation caches it (stamped with the model file), as it reads back
-    stamp = {"checkpoint_mtime": (run_dir / "best.pt").stat().st_mtime}
-    record = json.loads(to_json(record | stamp))
+    record = json.loads(to_json(record | model_stamp(run_dir / "best.pt")))
     if not path.exists():
         atomic_write_json(path, record)
         return True
-    if close(read_json(path), record):
+    if close(unstamped(read_json(path)), unstamped(record)):
         return True
     print(f"{path}: differs from what {run_dir}/best.pt gives now; left as it is", file=sys.stderr)
     return False

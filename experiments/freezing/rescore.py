@@ -41,7 +41,7 @@ def rescore(run: Path, splits: list[str]) -> str | None:
     committed ones; returns None, or why a split's file was left as it was."""
     import torch
 
-    from lmlow.runs import load
+    from lmlow.runs import STAMP_KEYS, load
 
     torch.set_num_threads(Config.load(run / "config.json").threads or 1)
     scorer = load(run, checkpoint="best")
@@ -50,10 +50,10 @@ def rescore(run: Path, splits: list[str]) -> str | None:
         old = read_json(path)
         new = scorer.evaluate(split).to_dict()
         # compared as the file writes them: exact for floats, an empty bin's NaN as null
-        differ = [k for k in old if k != "checkpoint_mtime" and to_json(old[k]) != to_json(new.get(k))]
+        differ = [k for k in old if k not in STAMP_KEYS and to_json(old[k]) != to_json(new.get(k))]
         if differ:
             return f"{path}: scored again, {', '.join(differ)} differ from the committed file"
-        stamp = {k: old[k] for k in ("checkpoint_mtime",) if k in old}   # the cache's key
+        stamp = {k: old[k] for k in STAMP_KEYS if k in old}   # the cache's key
         atomic_write_json(path, new | stamp)
     return None
 
