@@ -77,7 +77,7 @@ SOURCES = {   # table -> the committed results it is read from
 # table decides (the paper's regime is the table the question is about; the paper-recipe
 # tables are the protocol; the Adam tables are what came before them).
 TIERS = [("the paper's regime (1M words of LM text, paper recipe)", ["paper-regime"]),
-         ("the paper's regime trained on a CPU (1M words of LM text, paper recipe, bf16)",
+         ("the paper's regime trained on a CPU (1M words of LM text, paper recipe, bf16/fp32)",
           ["paper-regime-cpu"]),
          ("the six under the paper's recipe (SGD + NT-ASGD)", ["six-sgd", "sotu-sgd"]),
          ("the six trained with Adam", ["six", "sotu"])]
@@ -93,7 +93,7 @@ TABLE_NAMES = {"six": "technical, Adam", "sotu": "State of the Union, Adam",
                "sotu-rows-allvec": "State of the Union, all-text vectors, vector rows frozen, paper recipe",
                "six-sgd": "technical, paper recipe", "sotu-sgd": "State of the Union, paper recipe",
                "paper-regime": "1M-word technical, paper recipe",
-               "paper-regime-cpu": "1M-word technical, paper recipe, CPU bf16",
+               "paper-regime-cpu": "1M-word technical, paper recipe, CPU bf16/fp32",
                "transformer": "technical, Transformer (AdamW)",
                "transformer+unigram": "technical + unigram bias, Transformer (AdamW)"}
 

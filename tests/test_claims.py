@@ -272,7 +272,7 @@ def test_the_cpu_pair_of_the_paper_regime_is_evidence_before_it_is_the_table(tmp
     put({"ours": [180.0], "ours-unfrozen": [150.0]}, (1,))
     out = []
     verdicts = claims.paper_regime_claims(tmp_path, out)
-    label = "1M-word technical, paper recipe, CPU bf16, partial: 1 seed(s) so far"
+    label = "1M-word technical, paper recipe, CPU bf16/fp32, partial: 1 seed(s) so far"
     assert verdicts[f"freezing the pretrained input helps ({label})"] == "does not hold"
     assert f"ours is the best ({label})" not in verdicts       # not testable yet: not listed
     assert f"pretrained input beats random input ({label})" not in verdicts
@@ -285,7 +285,7 @@ def test_the_cpu_pair_of_the_paper_regime_is_evidence_before_it_is_the_table(tmp
     cfg["standard+pretraining"] = dict(tie=True, freeze_input=False, init=["glove"])
     put({"ours": [180.0, 178.0], "ours-unfrozen": [150.0, 149.0],
          "standard+pretraining": [160.0]}, (1, 2))
-    label = "1M-word technical, paper recipe, CPU bf16, partial: 1-2 seeds a configuration so far"
+    label = "1M-word technical, paper recipe, CPU bf16/fp32, partial: 1-2 seeds a configuration so far"
     assert claims.paper_regime_claims(tmp_path, [])[
         f"freezing the pretrained input helps ({label})"] == "does not hold"
     del cfg["standard+pretraining"]
